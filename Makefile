@@ -1,0 +1,32 @@
+# The two set-up commands are `make run` and `make test`; both install what they need.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: install run test test-python test-plugin lint clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: install
+	$(VENV)/bin/muma up
+
+test: install test-python test-plugin
+
+test-python: install
+	$(VENV)/bin/pytest
+
+test-plugin:
+	@if [ -x plugin/scripts/test.sh ]; then plugin/scripts/test.sh; else echo "plugin: no tests yet"; fi
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,41 @@
+"""Health and system status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse
+
+from memory import __version__
+from memory.api.deps import get_principal
+from memory.ops.health import check_database, check_redis, check_workers, queue_depths
+from memory.config import get_settings
+
+router = APIRouter()
+
+
+@router.get("/healthz", tags=["system"])
+def healthz() -> JSONResponse:
+    """Liveness of the database, Redis and workers; 503 when one is down. No token needed."""
+    checks = {"database": check_database(), "redis": check_redis(), "workers": check_workers()}
+    healthy = all(check["ok"] for check in checks.values())
+    body = {"status": "ok" if healthy else "degraded", "checks": checks}
+    return JSONResponse(body, status_code=200 if healthy else 503)
+
+
+@router.get("/v1/system/status", tags=["system"], dependencies=[Depends(get_principal)])
+def system_status() -> dict[str, Any]:
+    settings = get_settings()
+    return {
+        "version": __version__,
+        "embedding": {
+            "provider": settings.embedding.provider,
+            "model": settings.embedding.model,
+            "dimension": settings.embedding.dimension,
+        },
+        "llm": {"configured": settings.llm.configured, "model": settings.llm.model if settings.llm.configured else None},
+        "database": "external" if settings.database_url else "embedded",
+        "redis": "external" if settings.redis_url else "embedded",
+        "queues": queue_depths(),
+    }

@@ -1,0 +1,64 @@
+"""`muma doctor`: what is configured and whether each part answers."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+from rich.table import Table
+
+from memory.cli.common import console
+from memory.config import get_settings
+from memory.ops.health import check_database, check_redis, check_workers
+
+
+def _embedder_check() -> dict[str, Any]:
+    from memory.clients.embedder import check_embedder
+
+    return check_embedder(get_settings())
+
+
+def _llm_check() -> dict[str, Any]:
+    settings = get_settings()
+    if not settings.llm.configured:
+        return {"ok": True, "detail": "not configured (deterministic stages)"}
+    from memory.clients.llm import check_llm
+
+    return check_llm(settings)
+
+
+@click.command()
+def doctor() -> None:
+    """Check configuration, database, Redis, workers, embedder and LLM.
+
+    Exits non-zero when a required part does not answer.
+
+    \b
+    Example:
+      MUMA_HOME=/srv/muma muma doctor
+    """
+    settings = get_settings()
+    rows = [
+        ("home", {"ok": True, "detail": str(settings.home)}),
+        ("database", check_database()),
+        ("redis", check_redis()),
+        ("workers", check_workers()),
+        ("embedder", _safe(_embedder_check)),
+        ("llm", _safe(_llm_check)),
+    ]
+    table = Table("part", "ok", "detail")
+    for name, result in rows:
+        detail = str(result.get("detail") or result.get("error") or result.get("model_id") or "")
+        table.add_row(name, "[green]yes[/]" if result.get("ok") else "[red]no[/]", detail)
+    console.print(table)
+    required = {"database", "redis", "embedder"}
+    if not all(result.get("ok") for name, result in rows if name in required):
+        sys.exit(1)
+
+
+def _safe(check) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    try:
+        return check()
+    except Exception as exc:  # doctor reports every failure instead of raising
+        return {"ok": False, "detail": f"{type(exc).__name__}: {exc}"}

@@ -1,0 +1,69 @@
+"""`muma tokens create|list|revoke`."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from memory.access.tokens import create_token, list_tokens, revoke_token
+from memory.cli.common import console, require_schema
+from memory.config import get_settings
+from memory.db import session_scope
+from memory.types import TOKEN_ROLES
+
+
+@click.group()
+def tokens() -> None:
+    """API tokens (stored as sha256; the secret is shown once).
+
+    \b
+    Example:
+      muma tokens create --role viewer --name dashboard
+    """
+
+
+@tokens.command()
+@click.option("--role", required=True, type=click.Choice(TOKEN_ROLES))
+@click.option("--tenant", default=None, help="Tenant (default: the configured tenant_id).")
+@click.option("--name", default=None, help="A label to recognise the token by.")
+@click.option("--user", "user_id", default=None, help="Bind to one user (user-level access).")
+def create(role: str, tenant: str | None, name: str | None, user_id: str | None) -> None:
+    """Create a token; its secret is the last line of the output."""
+    require_schema()
+    with session_scope() as session:
+        token, secret = create_token(
+            session=session,
+            role=role,
+            tenant_id=tenant or get_settings().tenant_id,
+            name=name,
+            user_id=user_id,
+        )
+    console.print(f"created {role} token {token.id} for tenant {token.tenant_id}")
+    click.echo(secret)
+
+
+@tokens.command(name="list")
+@click.option("--tenant", default=None)
+def list_command(tenant: str | None) -> None:
+    """List tokens (never their secrets)."""
+    require_schema()
+    with session_scope() as session:
+        rows = list_tokens(session=session, tenant_id=tenant)
+    table = Table("id", "prefix", "role", "tenant", "user", "name", "created", "revoked")
+    for t in rows:
+        table.add_row(
+            str(t.id), t.prefix + "…", t.role, t.tenant_id, t.user_id or "", t.name or "",
+            t.created_at.strftime("%Y-%m-%d %H:%M"),
+            t.revoked_at.strftime("%Y-%m-%d %H:%M") if t.revoked_at else "",
+        )
+    console.print(table)
+
+
+@tokens.command()
+@click.argument("token_ref")
+def revoke(token_ref: str) -> None:
+    """Revoke a token by id or displayed prefix."""
+    require_schema()
+    with session_scope() as session:
+        token = revoke_token(session=session, token_ref=token_ref)
+    console.print(f"revoked {token.id}")

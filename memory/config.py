@@ -1,0 +1,245 @@
+"""Settings: the only reader of environment variables and `.muma.json`.
+
+Precedence, highest first: explicit arguments, `MUMA_*` environment variables (nested
+with `__`, e.g. `MUMA_ACTIVATION__CONTEXT_WEIGHT`), `.muma.json` in the working
+directory, `.muma.json` in the home directory, then the defaults of DESIGN.md §10.
+`.muma.json` uses the seed's camelCase keys; snake_case keys are accepted too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from memory.errors import ConfigError
+
+Visibility = Literal["open", "scoped", "private", "user-only"]
+CONFIG_FILE_NAME = ".muma.json"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ActivationSettings(_Section):
+    context_weight: float = Field(11.0, ge=0)
+    noise_stddev: float = Field(1.2, ge=0)
+    noise_enabled: bool = True
+    noise_seed: int | None = None
+    decay_parameter: float = Field(0.5, gt=0, lt=1)
+    retrieval_threshold: float = 0.0
+    initial_half_life_hours: float = Field(168.0, gt=0)
+    half_life_growth: float = Field(1.5, ge=1)
+    kind_half_life_multipliers: dict[str, float] = Field(
+        default_factory=lambda: {
+            "stable": 4.0,
+            "preference": 3.0,
+            "knowledge": 4.0,
+            "decision": 2.0,
+            "episodic": 1.0,
+            "ephemeral": 0.25,
+        }
+    )
+
+
+class DecaySettings(_Section):
+    sweep_interval_minutes: int = Field(60, ge=1)
+    prune_threshold: float = -2.0
+    hard_prune_threshold: float = -5.0
+    min_age_hours: float = Field(72.0, ge=0)
+    max_age_hours: float = Field(720.0, ge=0)
+
+
+class AgentMemorySettings(_Section):
+    domains: list[str] = Field(default_factory=list)
+    can_see_private: bool = False
+    display_name: str | None = None
+
+
+class VisibilitySettings(_Section):
+    default_visibility: Visibility = "scoped"
+    domain_rules: dict[str, Visibility] = Field(default_factory=dict)
+    domain_boost: float = Field(1.0, ge=0)
+
+
+class EmbeddingSettings(_Section):
+    provider: Literal["onnx", "sentence-transformers", "openai", "hash"] = "onnx"
+    model: str = "all-MiniLM-L6-v2"
+    dimension: int = Field(384, gt=0)
+    base_url: str | None = None
+    api_key: str | None = None
+    batch_size: int = Field(32, ge=1, le=1024)
+
+
+class LlmSettings(_Section):
+    base_url: str | None = None
+    api_key: str | None = None
+    model: str = "gpt-4o-mini"
+    timeout_seconds: float = Field(30.0, gt=0)
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url)
+
+
+class ApiSettings(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(8787, ge=1, le=65535)
+    max_content_bytes: int = Field(65536, ge=1)
+    max_batch: int = Field(500, ge=1)
+
+
+class PipelineSettings(_Section):
+    max_attempts: int = Field(5, ge=1)
+    retry_backoff_seconds: float = Field(2.0, gt=0)
+    stuck_after_seconds: int = Field(60, ge=1)
+    dedup_threshold: float = Field(0.95, gt=0, le=1)
+    link_threshold: float = Field(0.5, gt=0, le=1)
+    max_links: int = Field(5, ge=0)
+
+
+class Settings(BaseSettings):
+    """One validated configuration; invalid values fail at start naming the key."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="MUMA_", env_nested_delimiter="__", extra="forbid", case_sensitive=False
+    )
+
+    home: Path = Path("~/.local/share/muma")
+    database_url: str | None = None
+    redis_url: str | None = None
+    tenant_id: str = "default"
+    activation: ActivationSettings = Field(default_factory=ActivationSettings)
+    decay: DecaySettings = Field(default_factory=DecaySettings)
+    visibility: VisibilitySettings = Field(default_factory=VisibilitySettings)
+    agent_memory: dict[str, AgentMemorySettings] = Field(default_factory=dict)
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    llm: LlmSettings = Field(default_factory=LlmSettings)
+    api: ApiSettings = Field(default_factory=ApiSettings)
+    pipeline: PipelineSettings = Field(default_factory=PipelineSettings)
+
+    @field_validator("home", mode="after")
+    @classmethod
+    def _expand_home(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    @property
+    def embedded_database(self) -> bool:
+        return not self.database_url
+
+    @property
+    def embedded_redis(self) -> bool:
+        return not self.redis_url
+
+    @property
+    def credentials_path(self) -> Path:
+        return self.home / "credentials.json"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _JsonFileSource(settings_cls))
+
+
+def _to_snake(key: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).replace("-", "_").lower()
+
+
+def _normalise_keys(data: Any, model: type[BaseModel]) -> Any:
+    """Rename camelCase keys to field names, recursing only into known model fields.
+
+    Keys of free-form maps (domain names, agent ids) are left exactly as written.
+    """
+    if not isinstance(data, dict):
+        return data
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = _to_snake(key) if _to_snake(key) in model.model_fields else key
+        field = model.model_fields.get(name)
+        if field is not None:
+            value = _normalise_value(value, field.annotation)
+        out[name] = value
+    return out
+
+
+def _normalise_value(value: Any, annotation: Any) -> Any:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return _normalise_keys(value, annotation)
+    args = getattr(annotation, "__args__", ())
+    if isinstance(value, dict) and len(args) == 2:
+        inner = args[1]
+        if isinstance(inner, type) and issubclass(inner, BaseModel):
+            return {k: _normalise_keys(v, inner) for k, v in value.items()}
+    return value
+
+
+def config_file_paths() -> list[Path]:
+    """`.muma.json` candidates, lowest precedence first (home, then working directory)."""
+    return [Path.home() / CONFIG_FILE_NAME, Path.cwd() / CONFIG_FILE_NAME]
+
+
+class _JsonFileSource(PydanticBaseSettingsSource):
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        merged: dict[str, Any] = {}
+        for path in config_file_paths():
+            if not path.is_file():
+                continue
+            try:
+                raw = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError) as exc:
+                raise ConfigError(f"cannot read {path}: {exc}", key=str(path)) from exc
+            if not isinstance(raw, dict):
+                raise ConfigError(f"{path} must hold a JSON object", key=str(path))
+            merged = _deep_merge(merged, _normalise_keys(raw, Settings))
+        return merged
+
+
+def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors():
+        key = ".".join(str(p) for p in item["loc"]) or "settings"
+        parts.append(f"{key}: {item['msg']}")
+    return "; ".join(parts)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build Settings or raise ConfigError naming every invalid key."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise ConfigError(f"invalid configuration: {_describe(exc)}", key=_describe(exc)) from exc
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return load_settings()
+
+
+def reset_settings_cache() -> None:
+    """Forget the cached Settings (tests and `muma up` after changing the environment)."""
+    get_settings.cache_clear()

@@ -1,0 +1,116 @@
+"""Engine, sessions and the declarative Base.
+
+`session_scope()` is the only place that commits: domain functions receive a session,
+may flush, and never commit, so one unit of work is one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import Engine, MetaData, create_engine, event
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
+
+from memory.config import Settings, get_settings
+from memory.errors import TransientError
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def sqlalchemy_url(url: str) -> str:
+    """Normalise a libpq-style URL to the psycopg 3 dialect."""
+    for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def resolve_database_url(settings: Settings | None = None) -> str:
+    """The configured URL, else the embedded server of `$MUMA_HOME` (started if needed)."""
+    settings = settings or get_settings()
+    if settings.database_url:
+        return sqlalchemy_url(settings.database_url)
+    from memory.runtime.embedded import attach_postgres
+
+    return sqlalchemy_url(attach_postgres(settings.home))
+
+
+_ENGINES: dict[str, Engine] = {}
+_SESSIONMAKERS: dict[str, sessionmaker[Session]] = {}
+
+
+def _engine_for(url: str) -> Engine:
+    if url in _ENGINES:
+        return _ENGINES[url]
+    engine = create_engine(
+        url,
+        pool_pre_ping=True,
+        pool_size=5,
+        max_overflow=10,
+        pool_recycle=1800,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+        # Iterative HNSW scans keep filtered vector queries from starving (pgvector >= 0.8).
+        with dbapi_connection.cursor() as cursor:
+            cursor.execute("SET hnsw.iterative_scan = relaxed_order")
+        dbapi_connection.commit()
+
+    _ENGINES[url] = engine
+    return engine
+
+
+def get_engine(settings: Settings | None = None) -> Engine:
+    return _engine_for(resolve_database_url(settings))
+
+
+def dispose_engines(*, close: bool = False) -> None:
+    """Drop pooled connections.
+
+    After a fork pass close=False: the child must never reuse (or close) its parent's
+    sockets, it just forgets them and opens its own.
+    """
+    for engine in _ENGINES.values():
+        engine.dispose(close=close)
+    _ENGINES.clear()
+    _SESSIONMAKERS.clear()
+
+
+def _sessionmaker_for(url: str) -> sessionmaker[Session]:
+    if url not in _SESSIONMAKERS:
+        _SESSIONMAKERS[url] = sessionmaker(bind=_engine_for(url), expire_on_commit=False)
+    return _SESSIONMAKERS[url]
+
+
+@contextmanager
+def session_scope(settings: Settings | None = None) -> Iterator[Session]:
+    """One transaction: commit on success, roll back on any error.
+
+    Connection failures surface as TransientError so callers (tasks) can retry them.
+    """
+    factory = _sessionmaker_for(resolve_database_url(settings))
+    session = factory()
+    try:
+        yield session
+        session.commit()
+    except OperationalError as exc:
+        session.rollback()
+        raise TransientError(f"database unavailable: {exc.orig}") from exc
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()

@@ -1,0 +1,51 @@
+"""Domain errors. The API maps each class to one HTTP status in a single handler."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class MemoryServiceError(Exception):
+    """Base of every error MUMA raises on purpose; carries the ids it concerns."""
+
+    status_code = 500
+
+    def __init__(self, message: str, **ids: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.ids = {k: v for k, v in ids.items() if v is not None}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"error": type(self).__name__, "detail": self.message, **self.ids}
+
+
+class NotFoundError(MemoryServiceError):
+    status_code = 404
+
+
+class AccessDeniedError(MemoryServiceError):
+    status_code = 403
+
+
+class AuthenticationError(MemoryServiceError):
+    status_code = 401
+
+
+class InvalidInputError(MemoryServiceError):
+    status_code = 422
+
+
+class ConflictError(MemoryServiceError):
+    status_code = 409
+
+
+class TransientError(MemoryServiceError):
+    """A failure worth retrying (database or broker unavailable, LLM timeout)."""
+
+    status_code = 503
+
+
+class ConfigError(MemoryServiceError):
+    """Invalid configuration; `key` names the offending setting."""
+
+    status_code = 500

@@ -1,0 +1,169 @@
+"""Notes (the memories), their provenance and per-user lexical statistics.
+
+A note row is one version: an update closes it (valid_to, superseded_by) and inserts a
+new row with the same lineage_id, so history is never overwritten.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    ARRAY,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
+from sqlalchemy.orm import Mapped, mapped_column
+
+from memory.db import Base
+from memory.types import (
+    EMBEDDING_DIMENSION,
+    NOTE_KINDS,
+    NOTE_STATUSES,
+    VISIBILITIES,
+    Timestamp,
+    Uuid,
+    check_in,
+    new_id,
+    utcnow,
+)
+
+
+class Note(Base):
+    __tablename__ = "notes"
+    __table_args__ = (
+        CheckConstraint(check_in("kind", NOTE_KINDS), name="kind"),
+        CheckConstraint(check_in("visibility", VISIBILITIES), name="visibility"),
+        CheckConstraint(check_in("status", NOTE_STATUSES), name="status"),
+        CheckConstraint("importance >= 0 AND importance <= 1", name="importance"),
+        Index("ix_notes_scope", "tenant_id", "user_id", "status"),
+        Index("ix_notes_lineage", "lineage_id", "version"),
+        Index("ix_notes_index_terms", "index_terms", postgresql_using="gin"),
+        Index("ix_notes_window_terms", "window_terms", postgresql_using="gin"),
+        Index(
+            "ix_notes_content_trgm",
+            "content",
+            postgresql_using="gin",
+            postgresql_ops={"content": "gin_trgm_ops"},
+        ),
+        Index(
+            "ix_notes_embedding_hnsw",
+            "embedding",
+            postgresql_using="hnsw",
+            postgresql_ops={"embedding": "vector_cosine_ops"},
+        ),
+        Index("ix_notes_expires", "expires_at", postgresql_where=text("expires_at IS NOT NULL")),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=new_id)
+    lineage_id: Mapped[uuid.UUID] = mapped_column(Uuid)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    tenant_id: Mapped[str] = mapped_column(String(128))
+    user_id: Mapped[str] = mapped_column(String(128))
+    agent_id: Mapped[str] = mapped_column(String(128))
+    session_id: Mapped[str | None] = mapped_column(String(128))
+    speaker: Mapped[str | None] = mapped_column(String(128))
+    content: Mapped[str] = mapped_column(Text)
+    summary: Mapped[str | None] = mapped_column(Text)
+    context: Mapped[str | None] = mapped_column(Text)
+    keywords: Mapped[list[str]] = mapped_column(ARRAY(Text), default=list)
+    tags: Mapped[list[str]] = mapped_column(ARRAY(Text), default=list)
+    kind: Mapped[str] = mapped_column(String(16), default="episodic")
+    domain: Mapped[str] = mapped_column(String(64), default="general")
+    visibility: Mapped[str] = mapped_column(String(16), default="scoped")
+    pinned: Mapped[bool] = mapped_column(Boolean, default=False)
+    status: Mapped[str] = mapped_column(String(16), default="active")
+    importance: Mapped[float] = mapped_column(Float, default=0.5)
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, default=dict)
+    occurred_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow, onupdate=utcnow)
+    valid_from: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    valid_to: Mapped[datetime | None] = mapped_column(Timestamp)
+    superseded_by: Mapped[uuid.UUID | None] = mapped_column(
+        Uuid, ForeignKey("notes.id", ondelete="SET NULL")
+    )
+    expires_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    archived_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    # ACT-R access history: the last 50 access times, the total count and the first access.
+    access_times: Mapped[list[datetime]] = mapped_column(ARRAY(Timestamp), default=list)
+    access_count: Mapped[int] = mapped_column(Integer, default=1)
+    first_access_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    last_access_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+    half_life_hours: Mapped[float] = mapped_column(Float, default=168.0)
+    # What the read path indexes, computed once at write time.
+    index_text: Mapped[str | None] = mapped_column(Text)
+    window_text: Mapped[str | None] = mapped_column(Text)
+    index_terms: Mapped[Any | None] = mapped_column(TSVECTOR)
+    window_terms: Mapped[Any | None] = mapped_column(TSVECTOR)
+    term_count: Mapped[int] = mapped_column(Integer, default=0)
+    window_term_count: Mapped[int] = mapped_column(Integer, default=0)
+    embedding: Mapped[Any | None] = mapped_column(Vector(EMBEDDING_DIMENSION))
+    window_embedding: Mapped[Any | None] = mapped_column(Vector(EMBEDDING_DIMENSION))
+    embedding_model: Mapped[str | None] = mapped_column(String(128))
+
+
+class NoteSource(Base):
+    """Provenance: which episodes a note came from."""
+
+    __tablename__ = "note_sources"
+    __table_args__ = (Index("ix_note_sources_episode", "episode_id"),)
+
+    note_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("notes.id", ondelete="CASCADE"), primary_key=True
+    )
+    episode_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("episodes.id", ondelete="CASCADE"), primary_key=True
+    )
+    relation: Mapped[str] = mapped_column(String(16), default="extracted")
+    created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+
+
+class LexiconTerm(Base):
+    """Per-user document frequency of an analysed term among active notes (for BM25)."""
+
+    __tablename__ = "lexicon"
+
+    tenant_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    field: Mapped[str] = mapped_column(String(8), primary_key=True)
+    term: Mapped[str] = mapped_column(Text, primary_key=True)
+    doc_count: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class LexiconTotal(Base):
+    """Per-user number of active notes and total analysed length per field (for BM25)."""
+
+    __tablename__ = "lexicon_totals"
+
+    tenant_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    field: Mapped[str] = mapped_column(String(8), primary_key=True)
+    doc_count: Mapped[int] = mapped_column(Integer, default=0)
+    term_total: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class Tombstone(Base):
+    """What remains of a hard-deleted note: enough to audit, nothing to recall."""
+
+    __tablename__ = "tombstones"
+    __table_args__ = (Index("ix_tombstones_scope", "tenant_id", "user_id"),)
+
+    note_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(128))
+    user_id: Mapped[str] = mapped_column(String(128))
+    reason: Mapped[str] = mapped_column(Text)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    deleted_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)

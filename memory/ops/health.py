@@ -1,0 +1,69 @@
+"""Health checks shared by /healthz, /v1/system/status and `muma doctor`."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from sqlalchemy import text
+
+from memory.config import get_settings
+from memory.db import get_engine
+from memory.runtime.embedded import resolve_redis_url
+
+QUEUE_NAMES = ("ingest", "embed", "llm", "maintenance")
+
+
+def _timed(check) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    started = time.perf_counter()
+    try:
+        detail = check()
+        ok = True
+    except Exception as exc:  # a health check reports every failure instead of raising
+        detail, ok = f"{type(exc).__name__}: {exc}", False
+    result: dict[str, Any] = {"ok": ok, "ms": round((time.perf_counter() - started) * 1000, 1)}
+    if detail:
+        result["detail"] = detail
+    return result
+
+
+def check_database() -> dict[str, Any]:
+    def probe() -> str:
+        with get_engine().connect() as conn:
+            version = conn.execute(text("SELECT extversion FROM pg_extension WHERE extname='vector'")).scalar()
+        return f"pgvector {version}" if version else "pgvector missing (run `muma db upgrade`)"
+
+    return _timed(probe)
+
+
+def redis_client():  # type: ignore[no-untyped-def]
+    import redis
+
+    settings = get_settings()
+    url = resolve_redis_url(settings.redis_url, settings.home)
+    return redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
+
+
+def check_redis() -> dict[str, Any]:
+    return _timed(lambda: "pong" if redis_client().ping() else "no pong")
+
+
+def check_workers() -> dict[str, Any]:
+    def probe() -> str:
+        from tasks.app import app
+
+        replies = app.control.ping(timeout=0.5)
+        if not replies:
+            raise RuntimeError("no Celery worker answered")
+        return f"{len(replies)} worker(s)"
+
+    return _timed(probe)
+
+
+def queue_depths() -> dict[str, int | None]:
+    """Messages waiting per queue (None when Redis cannot be reached)."""
+    try:
+        client = redis_client()
+        return {name: int(client.llen(name)) for name in QUEUE_NAMES}
+    except Exception:  # status must render even when Redis is down
+        return {name: None for name in QUEUE_NAMES}

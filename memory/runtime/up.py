@@ -1,0 +1,193 @@
+"""`muma up`: the embedded default (or external servers) plus supervised service processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from memory.config import Settings, reset_settings_cache
+from memory.runtime.credentials import ensure_credentials
+from memory.runtime.embedded import (
+    free_port,
+    read_runtime_file,
+    start_postgres,
+    stop_postgres,
+    wait_for_redis,
+    write_runtime_file,
+)
+from memory.runtime.supervisor import ProcessSpec, Reporter, Supervisor
+
+
+@dataclass(frozen=True)
+class UpOptions:
+    port: int = 8787
+    flower_port: int = 5555
+    workers: int = 1
+    host: str = "127.0.0.1"
+
+
+def _redis_spec(home: Path, port: int, env: dict[str, str]) -> ProcessSpec:
+    from memory.runtime.embedded import redis_executable
+
+    data_dir = home / "redis"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    argv = [
+        redis_executable(),
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dir",
+        str(data_dir),
+        "--appendonly",
+        "yes",
+        "--save",
+        "60 1",
+        "--daemonize",
+        "no",
+    ]
+    return ProcessSpec("redis", argv, env, home / "logs" / "redis.log")
+
+
+def service_specs(options: UpOptions, env: dict[str, str], logs: Path) -> list[ProcessSpec]:
+    python = sys.executable
+    celery = [python, "-m", "celery", "-A", "tasks.app"]
+    return [
+        ProcessSpec(
+            "api",
+            [
+                python,
+                "-m",
+                "uvicorn",
+                "memory.api.app:app",
+                "--host",
+                options.host,
+                "--port",
+                str(options.port),
+                "--no-access-log",
+            ],
+            env,
+            logs / "api.log",
+        ),
+        ProcessSpec(
+            "worker",
+            [
+                *celery,
+                "worker",
+                "-Q",
+                "ingest,embed,llm,maintenance",
+                "-c",
+                str(options.workers),
+                "--loglevel",
+                "INFO",
+                "-n",
+                f"muma-{os.getpid()}@%h",
+            ],
+            env,
+            logs / "worker.log",
+        ),
+        ProcessSpec(
+            "beat",
+            [
+                *celery,
+                "beat",
+                "--loglevel",
+                "INFO",
+                "-s",
+                str(Path(env["MUMA_HOME"]) / "celerybeat-schedule"),
+            ],
+            env,
+            logs / "beat.log",
+        ),
+        ProcessSpec(
+            "flower",
+            [*celery, "flower", f"--port={options.flower_port}", f"--address={options.host}"],
+            env,
+            logs / "flower.log",
+        ),
+    ]
+
+
+def run_up(settings: Settings, options: UpOptions, report: Reporter) -> int:
+    """Start everything, block until SIGINT/SIGTERM, then stop every child. Returns an exit code."""
+    home = settings.home
+    home.mkdir(parents=True, exist_ok=True)
+    if read_runtime_file(home):
+        report(f"another `muma up` is already running on {home}")
+        return 1
+    env = {**os.environ, "MUMA_HOME": str(home)}
+    pre: list[ProcessSpec] = []
+    if settings.embedded_database:
+        report(f"starting embedded PostgreSQL in {home / 'pg'}")
+        env["MUMA_DATABASE_URL"] = start_postgres(home, stop_at_exit=False)
+    if settings.embedded_redis:
+        redis_port = free_port()
+        env["MUMA_REDIS_URL"] = f"redis://127.0.0.1:{redis_port}/0"
+        pre.append(_redis_spec(home, redis_port, env))
+    os.environ.update({k: env[k] for k in ("MUMA_DATABASE_URL", "MUMA_REDIS_URL") if k in env})
+    reset_settings_cache()
+    supervisor = Supervisor(pre + service_specs(options, env, home / "logs"), report=report)
+    stop_requested = False
+
+    def _request_stop(signum: int, _frame: FrameType | None) -> None:
+        nonlocal stop_requested
+        stop_requested = True
+
+    signal.signal(signal.SIGINT, _request_stop)
+    signal.signal(signal.SIGTERM, _request_stop)
+    try:
+        _start(supervisor, pre, env, settings, options, report)
+        supervisor.run(lambda: stop_requested)
+    finally:
+        report("stopping…")
+        supervisor.stop()
+        (home / "runtime.json").unlink(missing_ok=True)
+        if settings.embedded_database:
+            stop_postgres(home)
+        report("stopped")
+    return 0
+
+
+def _start(
+    supervisor: Supervisor,
+    pre: list[ProcessSpec],
+    env: dict[str, str],
+    settings: Settings,
+    options: UpOptions,
+    report: Reporter,
+) -> None:
+    from memory.ops.migrations import upgrade_database
+
+    supervisor.start({spec.name for spec in pre})
+    if pre:
+        wait_for_redis(env["MUMA_REDIS_URL"], timeout=15)
+    report("applying migrations")
+    upgrade_database()
+    supervisor.start()
+    api_url = f"http://{options.host}:{options.port}"
+    credentials, created = ensure_credentials(
+        settings.credentials_path, tenant_id=settings.tenant_id, api_url=api_url
+    )
+    write_runtime_file(
+        settings.home,
+        {
+            "pid": os.getpid(),
+            "started_at": time.time(),
+            "database_url": env.get("MUMA_DATABASE_URL", settings.database_url),
+            "redis_url": env.get("MUMA_REDIS_URL", settings.redis_url),
+            "api_url": api_url,
+            "flower_url": f"http://{options.host}:{options.flower_port}",
+        },
+    )
+    report(f"API        {api_url}   (OpenAPI: {api_url}/docs)")
+    report(f"Dashboard  {api_url}/dashboard")
+    report(f"Flower     http://{options.host}:{options.flower_port}")
+    verb = "created" if created else "reused"
+    report(f"Tokens     {settings.credentials_path} ({verb}; tenant {credentials['tenant_id']})")
+    report(f"Logs       {settings.home / 'logs'}")
+    report("Press Ctrl-C to stop.")

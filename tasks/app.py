@@ -1,0 +1,76 @@
+"""The Celery application: JSON only, late acks, one prefetch, a queue per area."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import Celery
+from celery.signals import worker_process_init
+from kombu import Queue
+
+from memory.config import Settings, get_settings
+from memory.errors import TransientError
+from memory.runtime.embedded import resolve_redis_url
+
+QUEUES = ("ingest", "embed", "llm", "maintenance")
+TASK_MODULES = ["tasks.pipeline", "tasks.maintenance", "schedules.beat"]
+
+# Each task is routed by its module: one queue per area of work (DESIGN.md §1).
+TASK_ROUTES: dict[str, dict[str, str]] = {
+    "tasks.pipeline.process_episode": {"queue": "ingest"},
+    "tasks.pipeline.embed_notes": {"queue": "embed"},
+    "tasks.pipeline.link_notes": {"queue": "ingest"},
+    "tasks.pipeline.evolve_notes": {"queue": "llm"},
+    "tasks.maintenance.*": {"queue": "maintenance"},
+    "schedules.beat.*": {"queue": "maintenance"},
+}
+
+
+def broker_url(settings: Settings) -> str:
+    try:
+        return resolve_redis_url(settings.redis_url, settings.home)
+    except TransientError:
+        # Nothing known yet: publishing will fail and episodes stay `queued` for the sweep.
+        return "redis://127.0.0.1:1/0"
+
+
+def celery_config(settings: Settings) -> dict[str, Any]:
+    return {
+        "broker_url": broker_url(settings),
+        "task_serializer": "json",
+        "result_serializer": "json",
+        "accept_content": ["json"],
+        "task_ignore_result": True,
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "worker_prefetch_multiplier": 1,
+        "task_default_queue": "ingest",
+        "task_queues": [Queue(name) for name in QUEUES],
+        "task_routes": TASK_ROUTES,
+        "broker_connection_retry_on_startup": True,
+        "broker_transport_options": {"visibility_timeout": 3600},
+        # Publishing from the API must fail fast when Redis is down (the episode is durable).
+        "broker_connection_timeout": 2,
+        "broker_connection_max_retries": 1,
+        "timezone": "UTC",
+        "enable_utc": True,
+        "worker_send_task_events": True,
+        "task_send_sent_event": True,
+    }
+
+
+def create_celery_app(settings: Settings | None = None) -> Celery:
+    app = Celery("muma", include=TASK_MODULES)
+    app.conf.update(celery_config(settings or get_settings()))
+    return app
+
+
+app = create_celery_app()
+
+
+@worker_process_init.connect
+def _dispose_inherited_pools(**_: Any) -> None:
+    # A forked worker child must not share its parent's database sockets.
+    from memory.db import dispose_engines
+
+    dispose_engines(close=False)

@@ -1,0 +1,18 @@
+"""Maintenance tasks: thin wrappers over domain functions, on the `maintenance` queue."""
+
+from __future__ import annotations
+
+from memory.episodes.service import requeue_candidates
+from tasks.app import app
+from tasks.base import DbTask
+
+
+@app.task(base=DbTask, bind=True, name="tasks.maintenance.requeue_stuck_episodes")
+def requeue_stuck_episodes(self: DbTask) -> int:
+    """Re-enqueue episodes left `queued` (e.g. captured while Redis was down)."""
+    from tasks.pipeline import enqueue_episodes
+
+    with self.session() as session:
+        episode_ids = requeue_candidates(session=session)
+    enqueue_episodes(episode_ids)
+    return len(episode_ids)

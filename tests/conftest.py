@@ -1,0 +1,171 @@
+"""Session fixtures: embedded PostgreSQL (pgvector), a real Redis, a real Celery worker.
+
+Set-up happens at import time only for what later imports need (MUMA_HOME and the Redis
+URL, read when `tasks.app` is imported); PostgreSQL starts on first use. Tests isolate
+themselves by using fresh tenant and user ids, never by sharing rows.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TEST_HOME = Path(tempfile.mkdtemp(prefix="muma-test-"))
+REDIS_DB = 9
+
+
+def _local_redis_url() -> str | None:
+    import redis
+
+    url = f"redis://127.0.0.1:6379/{REDIS_DB}"
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=0.5).ping()
+    except redis.RedisError:
+        return None
+    return url
+
+
+def _embedded_redis_url() -> str:
+    from memory.runtime.embedded import start_redis
+
+    process, url = start_redis(TEST_HOME)
+    _CHILDREN.append(process)
+    return url
+
+
+_CHILDREN: list[subprocess.Popen[bytes]] = []
+os.environ["MUMA_HOME"] = str(TEST_HOME)
+os.environ.pop("MUMA_DATABASE_URL", None)
+os.environ["MUMA_REDIS_URL"] = _local_redis_url() or _embedded_redis_url()
+os.environ.setdefault("MUMA_ACTIVATION__NOISE_ENABLED", "false")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    for process in _CHILDREN:
+        process.terminate()
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+    from memory.runtime.embedded import stop_postgres
+
+    stop_postgres(TEST_HOME)
+    shutil.rmtree(TEST_HOME, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    import redis
+
+    url = os.environ["MUMA_REDIS_URL"]
+    redis.Redis.from_url(url).flushdb()
+    return url
+
+
+@pytest.fixture(scope="session")
+def database_url() -> str:
+    """The embedded PostgreSQL 18 + pgvector, migrated to head, shared by the session."""
+    from memory.config import reset_settings_cache
+    from memory.db import dispose_engines
+    from memory.ops.migrations import upgrade_database
+    from memory.runtime.embedded import start_postgres
+
+    url = start_postgres(TEST_HOME, stop_at_exit=True)
+    os.environ["MUMA_DATABASE_URL"] = url
+    reset_settings_cache()
+    dispose_engines()
+    upgrade_database()
+    return url
+
+
+@pytest.fixture()
+def tenant_id() -> str:
+    return f"t-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture()
+def user_id() -> str:
+    return f"u-{uuid.uuid4().hex[:10]}"
+
+
+def make_token(role: str, tenant: str, user: str | None = None) -> str:
+    from memory.access.tokens import create_token
+    from memory.db import session_scope
+
+    with session_scope() as session:
+        _, secret = create_token(session=session, role=role, tenant_id=tenant, user_id=user)
+    return secret
+
+
+@pytest.fixture()
+def tokens(database_url: str, tenant_id: str) -> dict[str, str]:
+    return {role: make_token(role, tenant_id) for role in ("agent", "viewer", "operator", "admin")}
+
+
+@pytest.fixture(scope="session")
+def api_client(database_url: str, redis_url: str):  # type: ignore[no-untyped-def]
+    from fastapi.testclient import TestClient
+
+    from memory.api.app import create_app
+
+    with TestClient(create_app()) as client:
+        yield client
+
+
+def worker_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    env.update(extra)
+    return env
+
+
+def start_worker(env: dict[str, str], *, name: str, concurrency: int = 2) -> subprocess.Popen[bytes]:
+    """A real Celery worker process on every queue."""
+    log = open(TEST_HOME / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
+    return subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "tasks.app", "worker", "-Q",
+         "ingest,embed,llm,maintenance", "-c", str(concurrency), "-n", f"{name}@%h",
+         "--loglevel", "INFO", "--without-gossip", "--without-mingle"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+
+
+def wait_for_worker(name: str, timeout: float = 60) -> None:
+    from tasks.app import app
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        replies = app.control.ping(timeout=0.5) or []
+        if any(name in key for reply in replies for key in reply):
+            return
+        time.sleep(0.3)
+    raise RuntimeError(f"worker {name} did not start; see {TEST_HOME / (name + '.log')}")
+
+
+def stop_process_group(process: subprocess.Popen[bytes], sig: int = 15) -> None:
+    try:
+        os.killpg(process.pid, sig)
+        process.wait(15)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        os.killpg(process.pid, 9)
+        process.wait()
+
+
+@pytest.fixture(scope="session")
+def celery_worker(database_url: str, redis_url: str) -> Iterator[str]:
+    name = f"test-{uuid.uuid4().hex[:6]}"
+    process = start_worker(worker_env(MUMA_DATABASE_URL=database_url), name=name)
+    try:
+        wait_for_worker(name)
+        yield name
+    finally:
+        stop_process_group(process)

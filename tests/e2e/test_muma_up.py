@@ -1,0 +1,116 @@
+"""`muma up` as a user runs it: embedded PostgreSQL and Redis, every child supervised."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from memory.runtime.embedded import free_port
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MUMA_", "PYTEST"))}
+    env["MUMA_HOME"] = str(home)
+    return env
+
+
+def _start(home: Path, port: int, flower_port: int) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "memory.cli.main", "up", "--port", str(port),
+         "--flower-port", str(flower_port)],
+        cwd=ROOT, env=_env(home), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+
+
+def _wait_healthy(url: str, process: subprocess.Popen[str], timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.stdout.read() if process.stdout else ""
+        try:
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    raise AssertionError("healthz did not answer 200 in time")
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    return psutil.Process(pid).children(recursive=True)
+
+
+def _home_processes(home: Path) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = " ".join(proc.info.get("cmdline") or [])
+        if str(home) in cmdline:
+            found.append(proc)
+    return found
+
+
+def _stop(process: subprocess.Popen[str]) -> float:
+    started = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    process.wait(20)
+    return time.monotonic() - started
+
+
+def test_up_serves_restarts_children_and_stops_cleanly(tmp_path: Path) -> None:
+    home = tmp_path / "muma-home"
+    port, flower_port = free_port(), free_port()
+    url = f"http://127.0.0.1:{port}"
+    process = _start(home, port, flower_port)
+    try:
+        _wait_healthy(url, process)
+        credentials = json.loads((home / "credentials.json").read_text())
+        assert oct((home / "credentials.json").stat().st_mode & 0o777) == "0o600"
+        headers = {"Authorization": f"Bearer {credentials['admin_token']}"}
+        status = httpx.get(f"{url}/v1/system/status", headers=headers, timeout=5)
+        assert status.status_code == 200 and status.json()["embedding"]["dimension"] == 384
+        assert httpx.get(f"http://127.0.0.1:{flower_port}/", timeout=5).status_code == 200
+
+        # Another command on the same home attaches to the running servers.
+        listed = subprocess.run(
+            [sys.executable, "-m", "memory.cli.main", "tokens", "list"],
+            cwd=ROOT, env={**_env(home), "COLUMNS": "250"}, capture_output=True, text=True,
+            timeout=60,
+        )
+        assert listed.returncode == 0, listed.stderr
+        assert "local admin" in listed.stdout
+
+        # A crashed child is reported and restarted.
+        worker = next(p for p in _descendants(process.pid) if "worker" in " ".join(p.cmdline()))
+        worker.kill()
+        time.sleep(3)
+        _wait_healthy(url, process)
+        children = _descendants(process.pid)
+    finally:
+        elapsed = _stop(process)
+    output = process.stdout.read() if process.stdout else ""
+    assert "worker exited" in output and "restarting" in output
+    assert elapsed < 10, f"stop took {elapsed:.1f}s"
+    time.sleep(0.5)
+    assert not [p for p in children if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not _home_processes(home), "processes left behind"
+
+    # Start again: the data and the credentials are still there.
+    process = _start(home, port, flower_port)
+    try:
+        _wait_healthy(url, process)
+        again = httpx.get(f"{url}/v1/system/status", headers=headers, timeout=5)
+        assert again.status_code == 200
+    finally:
+        _stop(process)
+    assert not _home_processes(home)

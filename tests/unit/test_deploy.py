@@ -1,0 +1,50 @@
+"""The Procfile and docker/compose.yaml describe the same processes (no Docker engine here)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _procfile() -> dict[str, str]:
+    entries = {}
+    for line in (ROOT / "Procfile").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, command = line.partition(":")
+            entries[name.strip()] = command.strip()
+    return entries
+
+
+def _normalise(command: str) -> str:
+    # The platform's $PORT default and the container's fixed port are the same process.
+    return re.sub(r"\$\{PORT:-(\d+)\}", r"\1", command)
+
+
+def test_every_procfile_process_has_a_compose_service_with_the_same_command() -> None:
+    compose = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())
+    services = compose["services"]
+    procfile = _procfile()
+    assert set(procfile) == {"release", "web", "worker", "beat", "flower"}
+    for name, command in procfile.items():
+        assert name in services, f"compose has no service {name}"
+        assert _normalise(command) == services[name]["command"], name
+
+
+def test_compose_runs_pgvector_and_redis_7() -> None:
+    services = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())["services"]
+    assert services["postgres"]["image"].startswith("pgvector/pgvector:")
+    assert services["redis"]["image"] == "redis:7"
+    for name in ("web", "worker", "beat", "flower"):
+        assert "MUMA_DATABASE_URL" in services[name]["environment"]
+        assert "MUMA_REDIS_URL" in services[name]["environment"]
+
+
+def test_worker_listens_on_every_queue() -> None:
+    from tasks.app import QUEUES
+
+    worker = _procfile()["worker"]
+    assert worker.split("-Q ")[1].split()[0].split(",") == list(QUEUES)
