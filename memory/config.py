@@ -75,6 +75,8 @@ class EmbeddingSettings(_Section):
     base_url: str | None = None
     api_key: str | None = None
     batch_size: int = Field(32, ge=1, le=1024)
+    # ONNX intra-op threads per process; None uses every CPU this process may run on.
+    threads: int | None = Field(None, ge=1, le=256)
 
 
 class LlmSettings(_Section):
@@ -93,6 +95,7 @@ class ApiSettings(_Section):
     port: int = Field(8787, ge=1, le=65535)
     max_content_bytes: int = Field(65536, ge=1)
     max_batch: int = Field(500, ge=1)
+    max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024)
 
 
 class PipelineSettings(_Section):

@@ -29,7 +29,7 @@ def schedule_entries(settings: Settings) -> list[ScheduleEntry]:
         ScheduleEntry(
             name="requeue-stuck-episodes",
             task="tasks.maintenance.requeue_stuck_episodes",
-            every=timedelta(seconds=max(10, settings.pipeline.stuck_after_seconds // 2)),
+            every=timedelta(seconds=max(1, settings.pipeline.stuck_after_seconds // 2)),
         ),
     ]
 

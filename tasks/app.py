@@ -19,8 +19,9 @@ TASK_MODULES = ["tasks.pipeline", "tasks.maintenance", "schedules.beat"]
 TASK_ROUTES: dict[str, dict[str, str]] = {
     "tasks.pipeline.process_episode": {"queue": "ingest"},
     "tasks.pipeline.embed_notes": {"queue": "embed"},
-    "tasks.pipeline.link_notes": {"queue": "ingest"},
-    "tasks.pipeline.evolve_notes": {"queue": "llm"},
+    "tasks.pipeline.decide": {"queue": "ingest"},
+    "tasks.pipeline.link": {"queue": "ingest"},
+    "tasks.pipeline.evolve": {"queue": "llm"},
     "tasks.maintenance.*": {"queue": "maintenance"},
     "schedules.beat.*": {"queue": "maintenance"},
 }
@@ -49,9 +50,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_routes": TASK_ROUTES,
         "broker_connection_retry_on_startup": True,
         "broker_transport_options": {"visibility_timeout": 3600},
-        # Publishing from the API must fail fast when Redis is down (the episode is durable).
+        # Publishing from the API must fail fast when Redis is down (the episode is durable);
+        # tasks.pipeline.enqueue_episodes publishes with retry=False.
         "broker_connection_timeout": 2,
-        "broker_connection_max_retries": 1,
         "timezone": "UTC",
         "enable_utc": True,
         "worker_send_task_events": True,

@@ -41,9 +41,17 @@ class DbTask(Task):  # type: ignore[misc]
             yield session
 
     def on_failure(
-        self, exc: BaseException, task_id: str, args: tuple[Any, ...], kwargs: dict[str, Any], einfo: Any
+        self,
+        exc: BaseException,
+        task_id: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        einfo: Any,
     ) -> None:
         """Called once the last attempt failed: keep everything needed to retry it."""
+        # Celery may hand over a serialisable stand-in; the ExceptionInfo keeps the original.
+        exc = getattr(einfo, "exception", None) or exc
+        raw_output = getattr(exc, "raw_output", None)
         episode_id = kwargs.get("episode_id") or (args[0] if args and _is_uuid(args[0]) else None)
         try:
             with session_scope() as session:
@@ -52,7 +60,8 @@ class DbTask(Task):  # type: ignore[misc]
                     task_name=self.name,
                     args=list(args),
                     kwargs=dict(kwargs),
-                    error=f"{type(exc).__name__}: {exc}",
+                    error=f"{type(exc).__name__}: {exc}"
+                    + (f"\nlast model output: {raw_output[:2000]}" if raw_output else ""),
                     traceback=str(einfo),
                     attempts=self.request.retries + 1,
                     episode_id=uuid.UUID(str(episode_id)) if episode_id else None,

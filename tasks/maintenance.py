@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from memory.config import get_settings
 from memory.episodes.service import requeue_candidates
 from tasks.app import app
 from tasks.base import DbTask
@@ -12,7 +13,7 @@ def requeue_stuck_episodes(self: DbTask) -> int:
     """Re-enqueue episodes left `queued` (e.g. captured while Redis was down)."""
     from tasks.pipeline import enqueue_episodes
 
+    stuck_after = get_settings().pipeline.stuck_after_seconds
     with self.session() as session:
-        episode_ids = requeue_candidates(session=session)
-    enqueue_episodes(episode_ids)
-    return len(episode_ids)
+        episode_ids = requeue_candidates(session=session, stuck_after_seconds=stuck_after)
+    return len(enqueue_episodes(episode_ids))

@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -128,19 +129,41 @@ def worker_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def start_worker(env: dict[str, str], *, name: str, concurrency: int = 2) -> subprocess.Popen[bytes]:
+def start_worker(
+    env: dict[str, str], *, name: str, concurrency: int = 2
+) -> subprocess.Popen[bytes]:
     """A real Celery worker process on every queue."""
     log = open(TEST_HOME / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
     return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "tasks.app", "worker", "-Q",
-         "ingest,embed,llm,maintenance", "-c", str(concurrency), "-n", f"{name}@%h",
-         "--loglevel", "INFO", "--without-gossip", "--without-mingle"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "tasks.app",
+            "worker",
+            "-Q",
+            "ingest,embed,llm,maintenance",
+            "-c",
+            str(concurrency),
+            "-n",
+            f"{name}@%h",
+            "--loglevel",
+            "INFO",
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
 
 
-def wait_for_worker(name: str, timeout: float = 60) -> None:
-    from tasks.app import app
+def wait_for_worker(name: str, timeout: float = 60, app: Any = None) -> None:
+    if app is None:
+        from tasks.app import app
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

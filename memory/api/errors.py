@@ -31,3 +31,19 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(
             {"error": "InvalidInputError", "detail": detail, "fields": problems}, status_code=422
         )
+
+
+def install_body_limit(app: FastAPI) -> None:
+    """Refuse bodies over api.max_body_bytes with 413 before reading them."""
+    from memory.config import get_settings
+
+    @app.middleware("http")
+    async def _limit(request: Request, call_next):  # type: ignore[no-untyped-def]
+        limit = get_settings().api.max_body_bytes
+        length = request.headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > limit):
+            return JSONResponse(
+                {"error": "InvalidInputError", "detail": f"body: larger than {limit} bytes"},
+                status_code=413,
+            )
+        return await call_next(request)

@@ -52,7 +52,12 @@ def list_command(tenant: str | None) -> None:
     table = Table("id", "prefix", "role", "tenant", "user", "name", "created", "revoked")
     for t in rows:
         table.add_row(
-            str(t.id), t.prefix + "…", t.role, t.tenant_id, t.user_id or "", t.name or "",
+            str(t.id),
+            t.prefix + "…",
+            t.role,
+            t.tenant_id,
+            t.user_id or "",
+            t.name or "",
             t.created_at.strftime("%Y-%m-%d %H:%M"),
             t.revoked_at.strftime("%Y-%m-%d %H:%M") if t.revoked_at else "",
         )

@@ -14,8 +14,13 @@ from memory.runtime.up import UpOptions, run_up
 @click.command()
 @click.option("--port", default=8787, show_default=True, help="API port.")
 @click.option("--flower-port", default=5555, show_default=True, help="Flower port.")
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
-              help="Celery worker concurrency.")
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Celery worker concurrency.",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 def up(port: int, flower_port: int, workers: int, host: str) -> None:
     """Start MUMA: database, Redis, API, worker, beat and Flower.

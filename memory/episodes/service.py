@@ -1,11 +1,156 @@
-"""Episode capture and state."""
+"""Episode capture and pipeline state.
+
+Invariants: a captured episode is committed before anything is enqueued (durable first);
+an idempotency key maps to exactly one episode per tenant, so a retried capture returns
+the same id and is never processed twice.
+"""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
 
+from sqlalchemy import func, or_, select, update
+from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
+from memory.episodes.models import Episode
+from memory.types import EPISODE_STATUSES, utcnow
 
-def requeue_candidates(*, session: Session) -> list[uuid.UUID]:
-    return []
+
+@dataclass(frozen=True)
+class EpisodeInput:
+    user_id: str
+    agent_id: str
+    session_id: str
+    role: str
+    content: str
+    speaker: str | None = None
+    occurred_at: datetime | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    idempotency_key: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    source: str = "capture"
+
+
+def capture_episodes(
+    *, session: Session, tenant_id: str, episodes: Sequence[EpisodeInput]
+) -> list[tuple[uuid.UUID, bool]]:
+    """Store episodes in one statement; return (id, newly_created) in input order."""
+    now = utcnow()
+    rows: list[dict[str, Any]] = []
+    ids_by_key: dict[str, uuid.UUID] = {}
+    result: list[tuple[uuid.UUID, bool]] = []
+    for item in episodes:
+        key = item.idempotency_key
+        if key is not None and key in ids_by_key:  # the same key twice in one batch
+            result.append((ids_by_key[key], False))
+            continue
+        episode_id = uuid.uuid4()
+        if key is not None:
+            ids_by_key[key] = episode_id
+        rows.append(_row(tenant_id, episode_id, item, now))
+        result.append((episode_id, True))
+    inserted: set[uuid.UUID] = set()
+    if rows:
+        statement = (
+            insert(Episode)
+            .values(rows)
+            .on_conflict_do_nothing(index_elements=["tenant_id", "idempotency_key"])
+            .returning(Episode.id)
+        )
+        inserted = set(session.scalars(statement))
+    missing = {k: v for k, v in ids_by_key.items() if v not in inserted}
+    existing = _ids_for_keys(session, tenant_id, list(missing)) if missing else {}
+    remap = {missing[k]: existing[k] for k in missing if k in existing}
+    return [(remap.get(i, i), created and i in inserted) for i, created in result]
+
+
+def _row(
+    tenant_id: str, episode_id: uuid.UUID, item: EpisodeInput, now: datetime
+) -> dict[str, Any]:
+    return {
+        "id": episode_id,
+        "tenant_id": tenant_id,
+        "user_id": item.user_id,
+        "agent_id": item.agent_id,
+        "session_id": item.session_id,
+        "role": item.role,
+        "speaker": item.speaker,
+        "content": item.content,
+        "occurred_at": item.occurred_at or now,
+        "metadata": item.metadata,
+        "options": item.options,
+        "source": item.source,
+        "idempotency_key": item.idempotency_key,
+        "status": "queued",
+        "attempts": 0,
+        "created_at": now,
+        "updated_at": now,
+        # Publishing follows the commit; if it fails, the sweep republishes after a while.
+        "enqueued_at": now,
+    }
+
+
+def _ids_for_keys(session: Session, tenant_id: str, keys: list[str]) -> dict[str, uuid.UUID]:
+    rows = session.execute(
+        select(Episode.idempotency_key, Episode.id).where(
+            Episode.tenant_id == tenant_id, Episode.idempotency_key.in_(keys)
+        )
+    )
+    return {key: episode_id for key, episode_id in rows}
+
+
+def mark_enqueued(*, session: Session, episode_ids: Sequence[uuid.UUID]) -> None:
+    session.execute(
+        update(Episode).where(Episode.id.in_(list(episode_ids))).values(enqueued_at=utcnow())
+    )
+
+
+def requeue_candidates(
+    *, session: Session, stuck_after_seconds: int, limit: int = 500
+) -> list[uuid.UUID]:
+    """Claim episodes that need (re-)publishing and stamp them, so one sweep takes each.
+
+    `queued` ones never published or published long ago (captured while Redis was down),
+    and `processing` ones idle for longer than the threshold (their worker died).
+    """
+    cutoff = utcnow() - timedelta(seconds=stuck_after_seconds)
+    query = (
+        select(Episode.id)
+        .where(
+            or_(
+                (Episode.status == "queued")
+                & (Episode.enqueued_at.is_(None) | (Episode.enqueued_at < cutoff)),
+                (Episode.status == "processing")
+                & (Episode.updated_at < cutoff)
+                & (Episode.enqueued_at.is_(None) | (Episode.enqueued_at < cutoff)),
+            )
+        )
+        .order_by(Episode.created_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    episode_ids = list(session.scalars(query))
+    if episode_ids:
+        mark_enqueued(session=session, episode_ids=episode_ids)
+    return episode_ids
+
+
+def pipeline_counts(*, session: Session, tenant_id: str) -> dict[str, int]:
+    rows = session.execute(
+        select(Episode.status, func.count())
+        .where(Episode.tenant_id == tenant_id)
+        .group_by(Episode.status)
+    )
+    counts = {status: 0 for status in EPISODE_STATUSES}
+    counts.update({status: int(n) for status, n in rows})
+    return counts
+
+
+def get_episode(*, session: Session, tenant_id: str, episode_id: uuid.UUID) -> Episode | None:
+    episode = session.get(Episode, episode_id)
+    return episode if episode is not None and episode.tenant_id == tenant_id else None

@@ -106,6 +106,7 @@ class Note(Base):
     # What the read path indexes, computed once at write time.
     index_text: Mapped[str | None] = mapped_column(Text)
     window_text: Mapped[str | None] = mapped_column(Text)
+    embed_text: Mapped[str | None] = mapped_column(Text)
     index_terms: Mapped[Any | None] = mapped_column(TSVECTOR)
     window_terms: Mapped[Any | None] = mapped_column(TSVECTOR)
     term_count: Mapped[int] = mapped_column(Integer, default=0)

@@ -27,6 +27,8 @@ def record_dead_letter(
 ) -> DeadLetter:
     """Store the failure; an episode it concerns is marked failed, never dropped."""
     tenant_id = None
+    if episode_id is None:
+        episode_id = _episode_of_notes(session, args)
     if episode_id is not None:
         episode = session.get(Episode, episode_id)
         if episode is not None:
@@ -48,6 +50,21 @@ def record_dead_letter(
     return letter
 
 
+def _episode_of_notes(session: Session, args: list[Any]) -> uuid.UUID | None:
+    """For stage tasks whose first argument is a list of note ids: their first episode."""
+    from memory.notes.models import NoteSource
+
+    if not args or not isinstance(args[0], list) or not args[0]:
+        return None
+    try:
+        note_id = uuid.UUID(str(args[0][0]))
+    except ValueError:
+        return None
+    return session.scalar(
+        select(NoteSource.episode_id).where(NoteSource.note_id == note_id).limit(1)
+    )
+
+
 def list_dead_letters(
     *, session: Session, tenant_id: str | None, include_requeued: bool = False, limit: int = 100
 ) -> list[DeadLetter]:
@@ -66,7 +83,9 @@ def count_dead_letters(*, session: Session, tenant_id: str | None) -> int:
     return int(session.scalar(query) or 0)
 
 
-def mark_for_retry(*, session: Session, dead_letter_id: uuid.UUID, tenant_id: str | None) -> DeadLetter:
+def mark_for_retry(
+    *, session: Session, dead_letter_id: uuid.UUID, tenant_id: str | None
+) -> DeadLetter:
     """Mark a dead letter requeued (its episode back to `queued`); the caller enqueues it."""
     letter = session.get(DeadLetter, dead_letter_id)
     if letter is None or (tenant_id is not None and letter.tenant_id != tenant_id):

@@ -7,9 +7,8 @@ from typing import Any
 
 from sqlalchemy import text
 
-from memory.config import get_settings
+from memory.clients.redis import get_redis
 from memory.db import get_engine
-from memory.runtime.embedded import resolve_redis_url
 
 QUEUE_NAMES = ("ingest", "embed", "llm", "maintenance")
 
@@ -30,22 +29,16 @@ def _timed(check) -> dict[str, Any]:  # type: ignore[no-untyped-def]
 def check_database() -> dict[str, Any]:
     def probe() -> str:
         with get_engine().connect() as conn:
-            version = conn.execute(text("SELECT extversion FROM pg_extension WHERE extname='vector'")).scalar()
+            version = conn.execute(
+                text("SELECT extversion FROM pg_extension WHERE extname='vector'")
+            ).scalar()
         return f"pgvector {version}" if version else "pgvector missing (run `muma db upgrade`)"
 
     return _timed(probe)
 
 
-def redis_client():  # type: ignore[no-untyped-def]
-    import redis
-
-    settings = get_settings()
-    url = resolve_redis_url(settings.redis_url, settings.home)
-    return redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
-
-
 def check_redis() -> dict[str, Any]:
-    return _timed(lambda: "pong" if redis_client().ping() else "no pong")
+    return _timed(lambda: "pong" if get_redis().ping() else "no pong")
 
 
 def check_workers() -> dict[str, Any]:
@@ -63,7 +56,7 @@ def check_workers() -> dict[str, Any]:
 def queue_depths() -> dict[str, int | None]:
     """Messages waiting per queue (None when Redis cannot be reached)."""
     try:
-        client = redis_client()
+        client = get_redis()
         return {name: int(client.llen(name)) for name in QUEUE_NAMES}
     except Exception:  # status must render even when Redis is down
         return {name: None for name in QUEUE_NAMES}

@@ -28,9 +28,21 @@ def _env(home: Path) -> dict[str, str]:
 
 def _start(home: Path, port: int, flower_port: int) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "memory.cli.main", "up", "--port", str(port),
-         "--flower-port", str(flower_port)],
-        cwd=ROOT, env=_env(home), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "memory.cli.main",
+            "up",
+            "--port",
+            str(port),
+            "--flower-port",
+            str(flower_port),
+        ],
+        cwd=ROOT,
+        env=_env(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
 
 
@@ -84,7 +96,10 @@ def test_up_serves_restarts_children_and_stops_cleanly(tmp_path: Path) -> None:
         # Another command on the same home attaches to the running servers.
         listed = subprocess.run(
             [sys.executable, "-m", "memory.cli.main", "tokens", "list"],
-            cwd=ROOT, env={**_env(home), "COLUMNS": "250"}, capture_output=True, text=True,
+            cwd=ROOT,
+            env={**_env(home), "COLUMNS": "250"},
+            capture_output=True,
+            text=True,
             timeout=60,
         )
         assert listed.returncode == 0, listed.stderr

@@ -36,7 +36,9 @@ def test_status_needs_a_token(api_client: TestClient, tokens: dict[str, str]) ->
     assert api_client.get("/v1/system/status").status_code == 401
     bad = api_client.get("/v1/system/status", headers={"Authorization": "Bearer nope"})
     assert bad.status_code == 401
-    ok = api_client.get("/v1/system/status", headers={"Authorization": f"Bearer {tokens['viewer']}"})
+    ok = api_client.get(
+        "/v1/system/status", headers={"Authorization": f"Bearer {tokens['viewer']}"}
+    )
     assert ok.status_code == 200
     body = ok.json()
     assert body["embedding"]["dimension"] == 384
@@ -61,4 +63,6 @@ def test_every_route_but_healthz_requires_a_token(api_client: TestClient) -> Non
         for method in methods:
             url = path.replace("{", "").replace("}", "")
             response = api_client.request(method.upper(), url)
-            assert response.status_code == 401, f"{method.upper()} {path} answered {response.status_code}"
+            assert response.status_code == 401, (
+                f"{method.upper()} {path} answered {response.status_code}"
+            )

@@ -14,8 +14,19 @@ from memory.ops.migrations import downgrade_database, upgrade_database
 pytestmark = pytest.mark.integration
 
 EXPECTED_TABLES = {
-    "episodes", "notes", "note_sources", "links", "agents", "api_tokens", "conflicts",
-    "transactive_index", "events", "dead_letters", "lexicon", "lexicon_totals", "tombstones",
+    "episodes",
+    "notes",
+    "note_sources",
+    "links",
+    "agents",
+    "api_tokens",
+    "conflicts",
+    "transactive_index",
+    "events",
+    "dead_letters",
+    "lexicon",
+    "lexicon_totals",
+    "tombstones",
 }
 
 
@@ -52,7 +63,9 @@ def test_upgrade_downgrade_upgrade(scratch_database: str) -> None:
         extensions = set(conn.execute(text("SELECT extname FROM pg_extension")).scalars())
         indexes = {
             row.indexname: row.indexdef
-            for row in conn.execute(text("SELECT indexname, indexdef FROM pg_indexes WHERE tablename='notes'"))
+            for row in conn.execute(
+                text("SELECT indexname, indexdef FROM pg_indexes WHERE tablename='notes'")
+            )
         }
     engine.dispose()
     assert {"vector", "pg_trgm"} <= extensions
@@ -65,10 +78,12 @@ def test_constraints_reject_bad_rows(scratch_database: str) -> None:
     upgrade_database("head", url=scratch_database)
     engine = create_engine(scratch_database)
     with pytest.raises(Exception, match="ck_episodes_role"), engine.begin() as conn:
-        conn.execute(text(
-            "INSERT INTO episodes (id, tenant_id, user_id, agent_id, session_id, role, content,"
-            " occurred_at, metadata, options, source, status, attempts, created_at, updated_at)"
-            " VALUES (gen_random_uuid(), 't', 'u', 'a', 's', 'robot', 'x', now(), '{}', '{}',"
-            " 'capture', 'queued', 0, now(), now())"
-        ))
+        conn.execute(
+            text(
+                "INSERT INTO episodes (id, tenant_id, user_id, agent_id, session_id, role, content,"
+                " occurred_at, metadata, options, source, status, attempts, created_at, updated_at)"
+                " VALUES (gen_random_uuid(), 't', 'u', 'a', 's', 'robot', 'x', now(), '{}', '{}',"
+                " 'capture', 'queued', 0, now(), now())"
+            )
+        )
     engine.dispose()

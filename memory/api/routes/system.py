@@ -9,8 +9,8 @@ from fastapi.responses import JSONResponse
 
 from memory import __version__
 from memory.api.deps import get_principal
-from memory.ops.health import check_database, check_redis, check_workers, queue_depths
 from memory.config import get_settings
+from memory.ops.health import check_database, check_redis, check_workers, queue_depths
 
 router = APIRouter()
 
@@ -34,7 +34,10 @@ def system_status() -> dict[str, Any]:
             "model": settings.embedding.model,
             "dimension": settings.embedding.dimension,
         },
-        "llm": {"configured": settings.llm.configured, "model": settings.llm.model if settings.llm.configured else None},
+        "llm": {
+            "configured": settings.llm.configured,
+            "model": settings.llm.model if settings.llm.configured else None,
+        },
         "database": "external" if settings.database_url else "embedded",
         "redis": "external" if settings.redis_url else "embedded",
         "queues": queue_depths(),

@@ -1,0 +1,63 @@
+"""Pipeline status and dead letters."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from fastapi import APIRouter, Depends
+
+from memory.access.tokens import Principal
+from memory.api.deps import PrincipalDep, require_roles
+from memory.db import session_scope
+from memory.episodes.service import pipeline_counts
+from memory.ops.dead_letters import count_dead_letters, list_dead_letters, mark_for_retry
+from memory.ops.health import queue_depths
+from tasks.app import app as celery_app
+
+router = APIRouter(tags=["pipeline"])
+
+
+@router.get("/v1/pipeline")
+def get_pipeline(principal: PrincipalDep) -> dict[str, Any]:
+    """Episodes by status, open dead letters and queue depths for the caller's tenant."""
+    with session_scope() as session:
+        counts = pipeline_counts(session=session, tenant_id=principal.tenant_id)
+        dead = count_dead_letters(session=session, tenant_id=principal.tenant_id)
+    return {"episodes": counts, "dead_letters": dead, "queues": queue_depths()}
+
+
+@router.get("/v1/dead-letters")
+def get_dead_letters(principal: PrincipalDep) -> dict[str, Any]:
+    with session_scope() as session:
+        letters = list_dead_letters(session=session, tenant_id=principal.tenant_id)
+        items = [
+            {
+                "id": str(d.id),
+                "task_name": d.task_name,
+                "args": d.args,
+                "kwargs": d.kwargs,
+                "episode_id": str(d.episode_id) if d.episode_id else None,
+                "error": d.error,
+                "attempts": d.attempts,
+                "first_failed_at": d.first_failed_at.isoformat(),
+                "last_failed_at": d.last_failed_at.isoformat(),
+            }
+            for d in letters
+        ]
+    return {"dead_letters": items}
+
+
+@router.post("/v1/dead-letters/{dead_letter_id}/retry", status_code=202)
+def retry_dead_letter(
+    dead_letter_id: uuid.UUID,
+    principal: Principal = Depends(require_roles("operator", "admin")),
+) -> dict[str, Any]:
+    """Requeue the failed task with its original arguments."""
+    with session_scope() as session:
+        letter = mark_for_retry(
+            session=session, dead_letter_id=dead_letter_id, tenant_id=principal.tenant_id
+        )
+        task_name, args, kwargs = letter.task_name, letter.args, letter.kwargs
+    celery_app.send_task(task_name, args=args, kwargs=kwargs)
+    return {"id": str(dead_letter_id), "requeued": task_name}

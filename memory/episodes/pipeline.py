@@ -1,0 +1,224 @@
+"""Stages 1-2 of the write path: extract facts from an episode and construct pending notes.
+
+Invariants: an episode is claimed with FOR UPDATE SKIP LOCKED, so two deliveries of the
+same task never work on it at once; its pending notes are created once (a re-run returns
+the ones already there); an episode that yields no fact is `done` with decision NOOP and
+stays stored. With an LLM, invalid output after one repair raises LlmOutputError: the task
+dead-letters it and the episode is kept as `failed`, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import replace
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from memory.activation.model import initial_half_life
+from memory.clients.llm import LlmClient
+from memory.config import Settings
+from memory.episodes.extraction import ExtractedFact, extract_facts
+from memory.episodes.models import Episode
+from memory.notes.construct import NoteDraft, construct_note, neighbour_line
+from memory.notes.models import Note, NoteSource
+from memory.types import NOTE_KINDS, utcnow
+
+# Explicit memories and tool results may hold several facts; chat turns stay whole
+# (retrieval-notes.md: one unit per turn keeps the evidence together).
+MAX_FACTS = {"capture": 1, "explicit": 4, "promotion": 4, "sync": 4}
+
+
+def claim_episode(*, session: Session, episode_id: uuid.UUID) -> Episode | None:
+    """Lock the episode for this worker; None if another worker holds it or it is gone."""
+    return session.scalar(
+        select(Episode).where(Episode.id == episode_id).with_for_update(skip_locked=True)
+    )
+
+
+def pending_note_ids(*, session: Session, episode_id: uuid.UUID) -> list[uuid.UUID]:
+    query = (
+        select(Note.id)
+        .join(NoteSource, NoteSource.note_id == Note.id)
+        .where(NoteSource.episode_id == episode_id, Note.status == "pending")
+    )
+    return list(session.scalars(query))
+
+
+def _has_notes(session: Session, episode_id: uuid.UUID) -> bool:
+    return (
+        session.scalar(
+            select(NoteSource.note_id).where(NoteSource.episode_id == episode_id).limit(1)
+        )
+        is not None
+    )
+
+
+def _neighbours(session: Session, episode: Episode) -> list[str]:
+    """The previous and next turn of the same session, as "Speaker: text" lines."""
+    scope = (
+        Episode.tenant_id == episode.tenant_id,
+        Episode.user_id == episode.user_id,
+        Episode.session_id == episode.session_id,
+    )
+    before = session.scalar(
+        select(Episode).where(*scope, Episode.seq < episode.seq).order_by(Episode.seq.desc())
+    )
+    after = session.scalar(
+        select(Episode).where(*scope, Episode.seq > episode.seq).order_by(Episode.seq)
+    )
+    return [
+        neighbour_line(
+            e.content, role=e.role, speaker=e.speaker, agent_id=e.agent_id, metadata=e.metadata_
+        )
+        for e in (before, after)
+        if e is not None
+    ]
+
+
+LLM_EXTRACT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "facts": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string"},
+                    "kind": {"type": "string", "enum": list(NOTE_KINDS)},
+                },
+                "required": ["text"],
+            },
+        }
+    },
+    "required": ["facts"],
+}
+LLM_EXTRACT_SYSTEM = (
+    "Extract the discrete facts worth remembering long-term from one conversation turn. "
+    "Write each fact as a self-contained sentence in the third person, naming the speaker "
+    "instead of 'I', and keep dates, names, numbers and identifiers verbatim. Return "
+    '{"facts": []} when the turn holds nothing worth remembering. JSON only.'
+)
+
+
+def _llm_facts(llm: LlmClient, episode: Episode, base: list[ExtractedFact]) -> list[ExtractedFact]:
+    speaker = episode.speaker or episode.role
+    answer = llm.complete_json(
+        LLM_EXTRACT_SYSTEM,
+        f"Speaker: {speaker}\nDate: {episode.occurred_at.date().isoformat()}\n"
+        f"Turn: {episode.content}",
+        LLM_EXTRACT_SCHEMA,
+        name="extract",
+    )
+    template = base[0] if base else None
+    facts = []
+    for part, item in enumerate(answer["facts"]):
+        text = str(item["text"]).strip()
+        if text and template is not None:
+            facts.append(replace(template, text=text, part=part))
+    return facts
+
+
+def extract_episode(
+    *, session: Session, episode_id: uuid.UUID, settings: Settings, llm: LlmClient | None
+) -> list[uuid.UUID]:
+    """Create the episode's pending notes (once); return the ids still to embed/decide."""
+    episode = claim_episode(session=session, episode_id=episode_id)
+    if episode is None or episode.status in ("done", "failed"):
+        return []
+    existing = pending_note_ids(session=session, episode_id=episode.id)
+    if existing:
+        return existing
+    if episode.status == "processing" and _has_notes(session, episode.id):
+        _finish(episode, episode.decision or "ADD")
+        return []
+    episode.status = "processing"
+    episode.attempts += 1
+    facts = extract_facts(
+        episode.content,
+        role=episode.role,
+        speaker=episode.speaker,
+        occurred_at=episode.occurred_at,
+        metadata=episode.metadata_,
+        max_facts_per_episode=MAX_FACTS.get(episode.source, 1),
+    )
+    if llm is not None and facts:
+        facts = _llm_facts(llm, episode, facts)
+    if not facts:
+        _finish(episode, "NOOP")
+        return []
+    neighbours = _neighbours(session, episode)
+    drafts = [
+        construct_note(
+            fact,
+            role=episode.role,
+            agent_id=episode.agent_id,
+            explicit=episode.options,
+            neighbours=neighbours,
+            settings=settings,
+        )
+        for fact in facts
+    ]
+    notes = [_pending_note(episode, draft, settings) for draft in drafts]
+    session.add_all(notes)
+    session.flush()
+    session.add_all(NoteSource(note_id=n.id, episode_id=episode.id) for n in notes)
+    session.flush()
+    return [n.id for n in notes]
+
+
+def _pending_note(episode: Episode, draft: NoteDraft, settings: Settings) -> Note:
+    note_id = uuid.uuid4()
+    created = utcnow()
+    return Note(
+        id=note_id,
+        lineage_id=note_id,
+        version=1,
+        tenant_id=episode.tenant_id,
+        user_id=episode.user_id,
+        agent_id=episode.agent_id,
+        session_id=episode.session_id,
+        speaker=episode.speaker,
+        content=draft.content,
+        context=draft.context,
+        keywords=list(draft.keywords),
+        tags=list(draft.tags),
+        kind=draft.kind,
+        domain=draft.domain,
+        visibility=draft.visibility,
+        pinned=draft.pinned,
+        status="pending",
+        importance=draft.importance,
+        metadata_=dict(episode.metadata_),
+        occurred_at=episode.occurred_at,
+        created_at=created,
+        valid_from=created,
+        expires_at=draft.ttl_expires_at,
+        access_times=[created],
+        access_count=1,
+        first_access_at=created,
+        last_access_at=created,
+        half_life_hours=initial_half_life(draft.kind, settings.activation),
+        index_text=draft.index_text,
+        window_text=draft.window_text,
+        embed_text=draft.embed_text,
+    )
+
+
+def _finish(episode: Episode, decision: str) -> None:
+    episode.status = "done"
+    episode.decision = decision
+    episode.processed_at = utcnow()
+
+
+def finish_episodes(
+    *, session: Session, episode_ids: Sequence[uuid.UUID], decisions: dict[uuid.UUID, str]
+) -> None:
+    """Mark episodes done once none of their notes is still pending."""
+    for episode_id in set(episode_ids):
+        if pending_note_ids(session=session, episode_id=episode_id):
+            continue
+        episode = session.get(Episode, episode_id)
+        if episode is not None and episode.status == "processing":
+            _finish(episode, decisions.get(episode_id, "ADD"))

@@ -1,0 +1,123 @@
+"""Bad capture input gets a 4xx naming the field, and nothing is half-written."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select
+
+from memory.db import session_scope
+from memory.episodes.models import Episode
+from tests.support.helpers import bearer
+
+pytestmark = pytest.mark.integration
+
+
+def _episode(owner: str, **overrides: object) -> dict[str, object]:
+    base: dict[str, object] = {
+        "user_id": owner,
+        "agent_id": "a1",
+        "session_id": "s1",
+        "role": "user",
+        "content": "I moved to Lisbon in March.",
+    }
+    base.update(overrides)
+    return {k: v for k, v in base.items() if v is not None}
+
+
+def _stored(user_id: str) -> int:
+    with session_scope() as session:
+        return int(
+            session.scalar(
+                select(func.count()).select_from(Episode).where(Episode.user_id == user_id)
+            )
+            or 0
+        )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"user_id": None}, "user_id"),
+        ({"agent_id": "x" * 129}, "agent_id"),
+        ({"session_id": "bad\x07id"}, "session_id"),
+        ({"session_id": "   "}, "session_id"),
+        ({"role": "robot"}, "role"),
+        ({"content": "x" * (64 * 1024 + 1)}, "content"),
+        ({"content": ""}, "content"),
+        ({"occurred_at": "yesterday-ish"}, "occurred_at"),
+        ({"metadata": "not an object"}, "metadata"),
+        ({"surprise": 1}, "surprise"),
+    ],
+)
+def test_bad_episode_is_rejected_naming_the_field(
+    api_client: TestClient,
+    tokens: dict[str, str],
+    user_id: str,
+    overrides: dict[str, object],
+    field: str,
+) -> None:
+    body = _episode(user_id, **overrides)
+    response = api_client.post("/v1/episodes", json=body, headers=bearer(tokens["agent"]))
+    assert response.status_code in (400, 422), response.text
+    assert field in response.json()["detail"]
+    assert _stored(user_id) == 0
+
+
+def test_batch_with_one_bad_episode_stores_nothing(
+    api_client: TestClient, tokens: dict[str, str], user_id: str
+) -> None:
+    body = {"episodes": [_episode(user_id), _episode(user_id, role="narrator"), _episode(user_id)]}
+    response = api_client.post("/v1/episodes", json=body, headers=bearer(tokens["agent"]))
+    assert response.status_code == 422
+    assert "episodes.1.role" in response.json()["detail"]
+    assert _stored(user_id) == 0
+
+
+def test_more_than_500_episodes_is_rejected(
+    api_client: TestClient, tokens: dict[str, str], user_id: str
+) -> None:
+    body = {"episodes": [_episode(user_id, content=f"fact {i}") for i in range(501)]}
+    response = api_client.post("/v1/episodes", json=body, headers=bearer(tokens["agent"]))
+    assert response.status_code == 422 and "episodes" in response.json()["detail"]
+    assert _stored(user_id) == 0
+
+
+def test_malformed_json_and_empty_batch(api_client: TestClient, tokens: dict[str, str]) -> None:
+    headers = {**bearer(tokens["agent"]), "Content-Type": "application/json"}
+    malformed = api_client.post("/v1/episodes", content=b'{"episodes": [', headers=headers)
+    assert malformed.status_code in (400, 422) and "JSON" in malformed.json()["detail"]
+    empty = api_client.post("/v1/episodes", json={"episodes": []}, headers=headers)
+    assert empty.status_code == 422
+    not_object = api_client.post("/v1/episodes", json=[1, 2], headers=headers)
+    assert not_object.status_code == 422
+
+
+def test_huge_body_is_refused_before_parsing(
+    api_client: TestClient, tokens: dict[str, str]
+) -> None:
+    headers = {**bearer(tokens["agent"]), "Content-Type": "application/json"}
+    response = api_client.post(
+        "/v1/episodes", content=b"[" + b" " * (9 * 1024 * 1024) + b"]", headers=headers
+    )
+    assert response.status_code == 413
+
+
+def test_viewer_cannot_capture(
+    api_client: TestClient, tokens: dict[str, str], user_id: str
+) -> None:
+    response = api_client.post(
+        "/v1/episodes", json=_episode(user_id), headers=bearer(tokens["viewer"])
+    )
+    assert response.status_code == 403
+    assert _stored(user_id) == 0
+
+
+def test_user_bound_token_cannot_write_for_another_user(
+    api_client: TestClient, tenant_id: str, user_id: str
+) -> None:
+    from tests.conftest import make_token
+
+    token = make_token("agent", tenant_id, user="someone-else")
+    response = api_client.post("/v1/episodes", json=_episode(user_id), headers=bearer(token))
+    assert response.status_code == 403

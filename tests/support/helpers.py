@@ -1,0 +1,40 @@
+"""Helpers for integration and e2e tests: auth headers and waiting for the pipeline to drain."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+
+from sqlalchemy import func, select
+
+from memory.db import session_scope
+from memory.episodes.models import Episode
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 60, interval: float = 0.1) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s")
+
+
+def episodes_settled(episode_ids: list[str | uuid.UUID]) -> bool:
+    ids = [uuid.UUID(str(i)) for i in episode_ids]
+    with session_scope() as session:
+        unsettled = session.scalar(
+            select(func.count())
+            .select_from(Episode)
+            .where(Episode.id.in_(ids), Episode.status.in_(("queued", "processing")))
+        )
+    return unsettled == 0
+
+
+def wait_for_episodes(episode_ids: list[str | uuid.UUID], timeout: float = 60) -> None:
+    wait_until(lambda: episodes_settled(episode_ids), timeout)

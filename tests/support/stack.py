@@ -1,0 +1,150 @@
+"""A MUMA stack of real processes for e2e tests: Redis, API (uvicorn), worker(s), beat.
+
+Every process runs in its own process group with the shared test database, so a test can
+stop Redis, SIGKILL a worker or restart anything, as happens in production.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+
+from memory.runtime.embedded import free_port, redis_executable, wait_for_redis
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Stack:
+    def __init__(self, home: Path, database_url: str, **settings: str) -> None:
+        self.home = home
+        self.redis_port = free_port()
+        self.api_port = free_port()
+        self.redis_url = f"redis://127.0.0.1:{self.redis_port}/0"
+        self.api_url = f"http://127.0.0.1:{self.api_port}"
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("MUMA_", "PYTEST"))}
+        self.env.update(
+            {
+                "MUMA_HOME": str(home),
+                "MUMA_DATABASE_URL": database_url,
+                "MUMA_REDIS_URL": self.redis_url,
+                **settings,
+            }
+        )
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        home.mkdir(parents=True, exist_ok=True)
+
+    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
+        log = open(self.home / f"{name}.log", "ab")  # noqa: SIM115 - lives with the process
+        process = subprocess.Popen(
+            argv,
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.processes[name] = process
+        return process
+
+    def start_redis(self) -> None:
+        data = self.home / "redis"
+        data.mkdir(exist_ok=True)
+        self._spawn(
+            "redis",
+            [
+                redis_executable(),
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                str(self.redis_port),
+                "--dir",
+                str(data),
+                "--appendonly",
+                "yes",
+            ],
+        )
+        wait_for_redis(self.redis_url, timeout=10)
+
+    def start_api(self) -> None:
+        self._spawn(
+            "api",
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "memory.api.app:app",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.api_port),
+                "--no-access-log",
+            ],
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(f"{self.api_url}/openapi.json", timeout=1)
+                return
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        raise RuntimeError(f"API did not start; see {self.home / 'api.log'}")
+
+    def start_worker(self, name: str = "worker", concurrency: int = 2) -> None:
+        self._spawn(
+            name,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "tasks.app",
+                "worker",
+                "-Q",
+                "ingest,embed,llm,maintenance",
+                "-c",
+                str(concurrency),
+                "-n",
+                f"{name}-{uuid.uuid4().hex[:4]}@%h",
+                "--loglevel",
+                "INFO",
+            ],
+        )
+
+    def start_beat(self) -> None:
+        self._spawn(
+            "beat",
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "tasks.app",
+                "beat",
+                "--loglevel",
+                "INFO",
+                "-s",
+                str(self.home / "beat-schedule"),
+            ],
+        )
+
+    def stop(self, name: str, sig: int = signal.SIGTERM, timeout: float = 15) -> None:
+        process = self.processes.pop(name)
+        try:
+            os.killpg(process.pid, sig)
+            process.wait(timeout)
+        except ProcessLookupError:
+            pass
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+    def stop_all(self) -> None:
+        for name in list(self.processes):
+            self.stop(name)
