@@ -13,8 +13,16 @@ import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from memory.errors import ConfigError
@@ -56,6 +64,37 @@ class DecaySettings(_Section):
     max_age_hours: float = Field(720.0, ge=0)
 
 
+class SleepSettings(_Section):
+    """The nightly sleep cycle: consolidation, conflict detection (DESIGN.md §6)."""
+
+    # Local hour (0-23) of each tenant's nightly cycle; tenants absent from
+    # `tenant_timezones` use UTC.
+    consolidation_hour: int = Field(3, ge=0, le=23)
+    tenant_timezones: dict[str, str] = Field(default_factory=dict)
+    # HDBSCAN: the smallest group of episodic notes that becomes a knowledge note.
+    min_cluster_size: int = Field(3, ge=2)
+    # Cluster each domain separately (knowledge notes never mix domains).
+    cluster_per_domain: bool = False
+    # Notes are split into partitions of about this size (k-means) before HDBSCAN and
+    # the conflict scan: both are quadratic per partition, so this bounds the cycle.
+    partition_size: int = Field(1000, ge=50, le=20000)
+    conflict_min_similarity: float = Field(0.70, ge=0, le=1)
+    conflict_max_similarity: float = Field(0.95, ge=0, le=1)
+    # Rows claimed per batch (FOR UPDATE SKIP LOCKED) by the decay sweep.
+    batch_size: int = Field(1000, ge=1, le=100000)
+
+    @model_validator(mode="after")
+    def _band(self) -> SleepSettings:
+        if self.conflict_min_similarity >= self.conflict_max_similarity:
+            raise ValueError("conflict_min_similarity must be below conflict_max_similarity")
+        for tenant, name in self.tenant_timezones.items():
+            try:
+                ZoneInfo(name)
+            except (ZoneInfoNotFoundError, ValueError) as exc:
+                raise ValueError(f"tenant_timezones.{tenant}: unknown time zone {name!r}") from exc
+        return self
+
+
 class AgentMemorySettings(_Section):
     domains: list[str] = Field(default_factory=list)
     can_see_private: bool = False
@@ -75,8 +114,9 @@ class EmbeddingSettings(_Section):
     base_url: str | None = None
     api_key: str | None = None
     batch_size: int = Field(32, ge=1, le=1024)
-    # ONNX intra-op threads per process; None uses every CPU this process may run on.
-    threads: int | None = Field(None, ge=1, le=256)
+    # ONNX intra-op threads per process. One thread per process keeps prefork workers
+    # (several processes) from oversubscribing the cores; raise it for a single process.
+    threads: int | None = Field(1, ge=1, le=256)
 
 
 class LlmSettings(_Section):
@@ -98,6 +138,14 @@ class ApiSettings(_Section):
     max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024)
 
 
+class RetrievalSettings(_Section):
+    # Benchmarks switch this off so that measuring does not change what is measured.
+    record_access: bool = True
+    default_top_k: int = Field(10, ge=1, le=50)
+    context_timeout_ms: int = Field(150, ge=1, le=60000)
+    context_max_tokens: int = Field(1000, ge=1)
+
+
 class PipelineSettings(_Section):
     max_attempts: int = Field(5, ge=1)
     retry_backoff_seconds: float = Field(2.0, gt=0)
@@ -105,6 +153,25 @@ class PipelineSettings(_Section):
     dedup_threshold: float = Field(0.95, gt=0, le=1)
     link_threshold: float = Field(0.5, gt=0, le=1)
     max_links: int = Field(5, ge=0)
+
+
+class WorkingSettings(_Section):
+    """L1 working memory (per session, in Redis)."""
+
+    ttl_seconds: int = Field(86400, ge=1)
+    promote_threshold: float = Field(0.5, ge=0)
+    max_items: int = Field(200, ge=1, le=10000)
+
+
+class SyncSettings(_Section):
+    """Filesystem sync: each user's notes as markdown under `dir/<user>/`."""
+
+    # None: `<home>/sync`.
+    dir: Path | None = None
+    interval_minutes: int = Field(10, ge=1)
+    enabled: bool = True
+    # The author recorded on memories created from new files (the user, not an AI agent).
+    agent_id: str = Field("user", min_length=1, max_length=128)
 
 
 class Settings(BaseSettings):
@@ -120,12 +187,16 @@ class Settings(BaseSettings):
     tenant_id: str = "default"
     activation: ActivationSettings = Field(default_factory=ActivationSettings)
     decay: DecaySettings = Field(default_factory=DecaySettings)
+    sleep: SleepSettings = Field(default_factory=SleepSettings)
     visibility: VisibilitySettings = Field(default_factory=VisibilitySettings)
     agent_memory: dict[str, AgentMemorySettings] = Field(default_factory=dict)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     llm: LlmSettings = Field(default_factory=LlmSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
     pipeline: PipelineSettings = Field(default_factory=PipelineSettings)
+    working: WorkingSettings = Field(default_factory=WorkingSettings)
+    sync: SyncSettings = Field(default_factory=SyncSettings)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
 
     @field_validator("home", mode="after")
     @classmethod
@@ -139,6 +210,10 @@ class Settings(BaseSettings):
     @property
     def embedded_redis(self) -> bool:
         return not self.redis_url
+
+    @property
+    def sync_dir(self) -> Path:
+        return (self.sync.dir or self.home / "sync").expanduser()
 
     @property
     def credentials_path(self) -> Path:

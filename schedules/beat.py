@@ -31,7 +31,36 @@ def schedule_entries(settings: Settings) -> list[ScheduleEntry]:
             task="tasks.maintenance.requeue_stuck_episodes",
             every=timedelta(seconds=max(1, settings.pipeline.stuck_after_seconds // 2)),
         ),
+        *(
+            [
+                ScheduleEntry(
+                    name="sync-files",
+                    task="tasks.sync.sync_all_users",
+                    every=timedelta(minutes=settings.sync.interval_minutes),
+                )
+            ]
+            if settings.sync.enabled
+            else []
+        ),
+        ScheduleEntry(
+            name="decay-sweep",
+            task="tasks.sleep.decay_all_users",
+            every=timedelta(minutes=settings.decay.sweep_interval_minutes),
+        ),
+        ScheduleEntry(
+            name="sleep-cycle",
+            task="tasks.sleep.sleep_all_users",
+            every=sleep_crontab(settings),
+        ),
     ]
+
+
+def sleep_crontab(settings: Settings) -> crontab:
+    """Daily at sleep.consolidation_hour UTC; hourly when tenants have their own time
+    zones (the fan-out then picks the tenants whose local hour it is)."""
+    if settings.sleep.tenant_timezones:
+        return crontab(minute=0)
+    return crontab(minute=0, hour=settings.sleep.consolidation_hour)
 
 
 def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:

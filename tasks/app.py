@@ -13,16 +13,24 @@ from memory.errors import TransientError
 from memory.runtime.embedded import resolve_redis_url
 
 QUEUES = ("ingest", "embed", "llm", "maintenance")
-TASK_MODULES = ["tasks.pipeline", "tasks.maintenance", "schedules.beat"]
+TASK_MODULES = [
+    "tasks.pipeline",
+    "tasks.maintenance",
+    "tasks.sync",
+    "tasks.sleep",
+    "schedules.beat",
+]
 
 # Each task is routed by its module: one queue per area of work (DESIGN.md §1).
 TASK_ROUTES: dict[str, dict[str, str]] = {
-    "tasks.pipeline.process_episode": {"queue": "ingest"},
+    "tasks.pipeline.process_episodes": {"queue": "ingest"},
     "tasks.pipeline.embed_notes": {"queue": "embed"},
     "tasks.pipeline.decide": {"queue": "ingest"},
     "tasks.pipeline.link": {"queue": "ingest"},
     "tasks.pipeline.evolve": {"queue": "llm"},
     "tasks.maintenance.*": {"queue": "maintenance"},
+    "tasks.sync.*": {"queue": "maintenance"},
+    "tasks.sleep.*": {"queue": "maintenance"},
     "schedules.beat.*": {"queue": "maintenance"},
 }
 
@@ -49,7 +57,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_queues": [Queue(name) for name in QUEUES],
         "task_routes": TASK_ROUTES,
         "broker_connection_retry_on_startup": True,
-        "broker_transport_options": {"visibility_timeout": 3600},
+        # Message priorities 0 (first) to 9; see tasks.pipeline for who gets which.
+        "broker_transport_options": {"visibility_timeout": 3600, "priority_steps": [0, 3, 6, 9]},
+        "task_default_priority": 6,
         # Publishing from the API must fail fast when Redis is down (the episode is durable);
         # tasks.pipeline.enqueue_episodes publishes with retry=False.
         "broker_connection_timeout": 2,
@@ -75,3 +85,7 @@ def _dispose_inherited_pools(**_: Any) -> None:
     from memory.db import dispose_engines
 
     dispose_engines(close=False)
+
+
+# Task durations into Redis and JSON worker logs with task ids (signal handlers only).
+import tasks.metrics  # noqa: E402, F401

@@ -51,23 +51,36 @@ class DbTask(Task):  # type: ignore[misc]
         """Called once the last attempt failed: keep everything needed to retry it."""
         # Celery may hand over a serialisable stand-in; the ExceptionInfo keeps the original.
         exc = getattr(einfo, "exception", None) or exc
-        raw_output = getattr(exc, "raw_output", None)
         episode_id = kwargs.get("episode_id") or (args[0] if args and _is_uuid(args[0]) else None)
+        self.dead_letter(list(args), dict(kwargs), exc, str(einfo), episode_id)
+
+    def dead_letter(
+        self,
+        args: list[Any],
+        kwargs: dict[str, Any],
+        exc: BaseException,
+        traceback: str,
+        episode_id: Any = None,
+    ) -> None:
+        """Record a dead letter in its own transaction; the episode it concerns is kept."""
+        raw_output = getattr(exc, "raw_output", None)
+        error = f"{type(exc).__name__}: {exc}"
+        if raw_output:
+            error += f"\nlast model output: {raw_output[:2000]}"
         try:
             with session_scope() as session:
                 record_dead_letter(
                     session=session,
                     task_name=self.name,
-                    args=list(args),
-                    kwargs=dict(kwargs),
-                    error=f"{type(exc).__name__}: {exc}"
-                    + (f"\nlast model output: {raw_output[:2000]}" if raw_output else ""),
-                    traceback=str(einfo),
+                    args=args,
+                    kwargs=kwargs,
+                    error=error,
+                    traceback=traceback,
                     attempts=self.request.retries + 1,
                     episode_id=uuid.UUID(str(episode_id)) if episode_id else None,
                 )
         except Exception:  # the dead-letter write itself failed: log, never mask the error
-            log.exception("could not dead-letter task %s[%s]", self.name, task_id)
+            log.exception("could not dead-letter task %s", self.name)
 
 
 def _is_uuid(value: Any) -> bool:

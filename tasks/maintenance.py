@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import uuid
+from datetime import datetime
+
+from memory.activation.service import record_note_accesses
 from memory.config import get_settings
 from memory.episodes.service import requeue_candidates
 from tasks.app import app
@@ -17,3 +21,14 @@ def requeue_stuck_episodes(self: DbTask) -> int:
     with self.session() as session:
         episode_ids = requeue_candidates(session=session, stuck_after_seconds=stuck_after)
     return len(enqueue_episodes(episode_ids))
+
+
+@app.task(base=DbTask, bind=True, name="tasks.maintenance.record_accesses")
+def record_accesses(self: DbTask, note_ids: list[str], at: str) -> int:
+    """Record that the read path used these notes (activation history, half-life)."""
+    settings = get_settings()
+    with self.session() as session:
+        return record_note_accesses(
+            session=session, note_ids=[uuid.UUID(i) for i in note_ids],
+            at=datetime.fromisoformat(at), settings=settings.activation,
+        )

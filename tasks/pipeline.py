@@ -7,13 +7,16 @@ block has exited), so a worker never sees work that is not yet visible.
 from __future__ import annotations
 
 import logging
+import traceback
 import uuid
 from collections.abc import Iterable
 
 from memory.clients.embedder import get_embedder
 from memory.clients.llm import get_llm_client
+from memory.clients.redis import get_redis
 from memory.commons.events import publish_events
 from memory.config import get_settings
+from memory.errors import TransientError
 from memory.episodes.pipeline import extract_episode
 from memory.links.pipeline import evolve_by_keywords, evolve_with_llm, link_notes
 from memory.notes.pipeline import decide_notes, embed_pending_notes, note_event_payloads
@@ -23,37 +26,61 @@ from tasks.base import DbTask
 log = logging.getLogger(__name__)
 
 
+BATCH = 50
+EMBED_FLAG = "muma:embed-scheduled"
+# Redis message priorities (0 runs first): finish work in flight before starting new work,
+# so capture-to-searchable latency stays low under a backlog.
+PRIORITY_EXTRACT, PRIORITY_EMBED, PRIORITY_DECIDE = 6, 3, 0
+
+
 def enqueue_episodes(episode_ids: Iterable[uuid.UUID]) -> list[uuid.UUID]:
-    """Publish process_episode for each id; returns the ids that were published.
+    """Publish process_episodes in batches; returns the ids that were published.
 
     A failure to publish (Redis down) is logged, not raised: the episodes are durable and
     stay `queued` until the periodic sweep publishes them again.
     """
+    ids = [str(i) for i in episode_ids]
     published: list[uuid.UUID] = []
-    for episode_id in episode_ids:
+    for start in range(0, len(ids), BATCH):
+        chunk = ids[start : start + BATCH]
         try:
-            process_episode.apply_async((str(episode_id),), retry=False)
+            process_episodes.apply_async((chunk,), retry=False, priority=PRIORITY_EXTRACT)
         except Exception as exc:  # kombu raises several unrelated types for a dead broker
-            log.warning("could not enqueue episode %s: %s", episode_id, exc)
+            log.warning("could not enqueue %d episodes: %s", len(chunk), exc)
             break
-        published.append(episode_id)
+        published += [uuid.UUID(i) for i in chunk]
     return published
 
 
-@app.task(base=DbTask, bind=True, name="tasks.pipeline.process_episode")
-def process_episode(self: DbTask, episode_id: str) -> int:
-    """Stages 1-2: extract facts and construct pending notes."""
+def schedule_embedding() -> None:
+    """Enqueue one embed_notes unless one is already waiting (coalesces a burst)."""
+    if get_redis().set(EMBED_FLAG, "1", nx=True, ex=5):
+        embed_notes.apply_async(priority=PRIORITY_EMBED)
+
+
+@app.task(base=DbTask, bind=True, name="tasks.pipeline.process_episodes")
+def process_episodes(self: DbTask, episode_ids: list[str]) -> int:
+    """Stages 1-2 for each episode, one transaction each: extract facts, construct notes.
+
+    A non-transient failure of one episode dead-letters that episode alone; a transient
+    one retries the task, and the episodes already done are skipped by their state guard.
+    """
     settings = get_settings()
-    with self.session() as session:
-        note_ids = extract_episode(
-            session=session,
-            episode_id=uuid.UUID(episode_id),
-            settings=settings,
-            llm=get_llm_client(settings),
-        )
-    if note_ids:
-        embed_notes.apply_async()
-    return len(note_ids)
+    llm = get_llm_client(settings)
+    created = 0
+    for episode_id in episode_ids:
+        try:
+            with self.session() as session:
+                created += len(extract_episode(
+                    session=session, episode_id=uuid.UUID(episode_id), settings=settings, llm=llm
+                ))
+        except TransientError:
+            raise
+        except Exception as exc:  # one bad episode must not hold up the others
+            self.dead_letter([[episode_id]], {}, exc, traceback.format_exc(), episode_id)
+    if created:
+        schedule_embedding()
+    return created
 
 
 @app.task(base=DbTask, bind=True, name="tasks.pipeline.embed_notes")
@@ -61,14 +88,15 @@ def embed_notes(self: DbTask) -> int:
     """Stage 3: embed a batch of pending notes (across episodes), then decide them."""
     settings = get_settings()
     batch = settings.embedding.batch_size * 2
+    get_redis().delete(EMBED_FLAG)  # arrivals from now on schedule a fresh run
     with self.session() as session:
         note_ids = embed_pending_notes(
             session=session, embedder=get_embedder(settings), limit=batch
         )
     if note_ids:
-        decide.apply_async(([str(i) for i in note_ids],))
+        decide.apply_async(([str(i) for i in note_ids],), priority=PRIORITY_DECIDE)
     if len(note_ids) >= batch:
-        embed_notes.apply_async()  # more backlog than one batch: keep draining
+        embed_notes.apply_async(priority=PRIORITY_EMBED)  # more backlog: keep draining
     return len(note_ids)
 
 
@@ -89,7 +117,7 @@ def decide(self: DbTask, note_ids: list[str]) -> int:
         str(o.active_id) for o in outcomes if o.active_id and o.decision.action in ("ADD", "UPDATE")
     ]
     if created:
-        link.apply_async((created,))
+        link.apply_async((created,), priority=PRIORITY_DECIDE)
     return len(outcomes)
 
 

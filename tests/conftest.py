@@ -7,6 +7,7 @@ themselves by using fresh tenant and user ids, never by sharing rows.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -22,18 +23,30 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_HOME = Path(tempfile.mkdtemp(prefix="muma-test-"))
-REDIS_DB = 9
+CLAIM_KEY = "muma:test-session"
 
 
-def _local_redis_url() -> str | None:
+def claim_local_redis_db() -> str | None:
+    """A database index of the local Redis that no other test session is using.
+
+    Concurrent test sessions on one machine would otherwise consume each other's Celery
+    tasks; each claims its own index (1-15) with a key that expires after two hours.
+    """
     import redis
 
-    url = f"redis://127.0.0.1:6379/{REDIS_DB}"
-    try:
-        redis.Redis.from_url(url, socket_connect_timeout=0.5).ping()
-    except redis.RedisError:
-        return None
-    return url
+    for index in range(1, 16):
+        url = f"redis://127.0.0.1:6379/{index}"
+        try:
+            client = redis.Redis.from_url(url, socket_connect_timeout=0.5)
+            if client.set(CLAIM_KEY, str(os.getpid()), nx=True, ex=7200):
+                _CLAIMED.append(client)
+                return url
+        except redis.RedisError:
+            return None
+    return None
+
+
+_CLAIMED: list = []
 
 
 def _embedded_redis_url() -> str:
@@ -47,11 +60,17 @@ def _embedded_redis_url() -> str:
 _CHILDREN: list[subprocess.Popen[bytes]] = []
 os.environ["MUMA_HOME"] = str(TEST_HOME)
 os.environ.pop("MUMA_DATABASE_URL", None)
-os.environ["MUMA_REDIS_URL"] = _local_redis_url() or _embedded_redis_url()
+os.environ["MUMA_REDIS_URL"] = claim_local_redis_db() or _embedded_redis_url()
 os.environ.setdefault("MUMA_ACTIVATION__NOISE_ENABLED", "false")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--keep-home", action="store_true", help="keep the test MUMA_HOME (logs)")
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    for client in _CLAIMED:
+        client.flushdb()
     for process in _CHILDREN:
         process.terminate()
         try:
@@ -61,7 +80,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from memory.runtime.embedded import stop_postgres
 
     stop_postgres(TEST_HOME)
-    shutil.rmtree(TEST_HOME, ignore_errors=True)
+    if session.config.getoption("--keep-home"):
+        print(f"\nkept {TEST_HOME}")
+    else:
+        shutil.rmtree(TEST_HOME, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -69,7 +91,10 @@ def redis_url() -> str:
     import redis
 
     url = os.environ["MUMA_REDIS_URL"]
-    redis.Redis.from_url(url).flushdb()
+    client = redis.Redis.from_url(url)
+    for key in client.scan_iter():
+        if key != CLAIM_KEY.encode():
+            client.delete(key)
     return url
 
 
@@ -175,12 +200,15 @@ def wait_for_worker(name: str, timeout: float = 60, app: Any = None) -> None:
 
 
 def stop_process_group(process: subprocess.Popen[bytes], sig: int = 15) -> None:
+    """Warm shutdown of the group leader (it stops its pool), then kill what is left."""
     try:
-        os.killpg(process.pid, sig)
+        process.send_signal(sig)
         process.wait(15)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
+    except subprocess.TimeoutExpired:
+        pass
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, 9)
-        process.wait()
+    process.wait()
 
 
 @pytest.fixture(scope="session")

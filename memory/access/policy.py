@@ -44,18 +44,30 @@ def visible_clause(viewer: Viewer, note: type[Note] = Note) -> ColumnElement[boo
     return and_(scope, or_(*rules))
 
 
+def can_see_attributes(
+    viewer: Viewer, *, agent_id: str | None, visibility: str | None, domain: str | None
+) -> bool:
+    """The visibility rule on bare attributes (events, index rows), tenant/user already checked.
+
+    Fails closed: an unknown or missing visibility is visible at user level only.
+    """
+    if viewer.user_level:
+        return True
+    if visibility == "user-only" or visibility not in ("open", "scoped", "private"):
+        return False
+    if (agent_id is not None and agent_id == viewer.agent_id) or visibility == "open":
+        return True
+    if visibility == "scoped":
+        return domain is not None and domain in viewer.domains
+    return visibility == "private" and viewer.can_see_private
+
+
 def can_see(viewer: Viewer, note: Note) -> bool:
     if note.tenant_id != viewer.tenant_id or note.user_id != viewer.user_id:
         return False
-    if viewer.user_level:
-        return True
-    if note.visibility == "user-only":
-        return False
-    if note.agent_id == viewer.agent_id or note.visibility == "open":
-        return True
-    if note.visibility == "scoped":
-        return note.domain in viewer.domains
-    return note.visibility == "private" and viewer.can_see_private
+    return can_see_attributes(
+        viewer, agent_id=note.agent_id, visibility=note.visibility, domain=note.domain
+    )
 
 
 def agent_viewer(

@@ -43,6 +43,7 @@ def create_token(
     tenant_id: str,
     name: str | None = None,
     user_id: str | None = None,
+    actor: str = "cli",
 ) -> tuple[ApiToken, str]:
     """Store a new token's hash; return the row and the secret (never stored)."""
     if role not in TOKEN_ROLES:
@@ -64,7 +65,7 @@ def create_token(
     record_event(
         session=session,
         tenant_id=tenant_id,
-        actor="cli",
+        actor=actor,
         action="token.created",
         entity_type="token",
         entity_id=str(token.id),
@@ -90,7 +91,7 @@ def list_tokens(*, session: Session, tenant_id: str | None = None) -> list[ApiTo
     return list(session.scalars(query))
 
 
-def revoke_token(*, session: Session, token_ref: str) -> ApiToken:
+def revoke_token(*, session: Session, token_ref: str, actor: str = "cli") -> ApiToken:
     """Revoke by id or by the displayed prefix; idempotent for an already revoked token."""
     token = _find_token(session, token_ref)
     if token.revoked_at is None:
@@ -98,7 +99,7 @@ def revoke_token(*, session: Session, token_ref: str) -> ApiToken:
         record_event(
             session=session,
             tenant_id=token.tenant_id,
-            actor="cli",
+            actor=actor,
             action="token.revoked",
             entity_type="token",
             entity_id=str(token.id),

@@ -2,15 +2,61 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from fastapi import FastAPI
+from starlette.concurrency import run_in_threadpool
 
 from memory import __version__
 from memory.api.errors import install_body_limit, install_error_handlers
-from memory.api.routes import episodes, memories, pipeline, system
+from memory.api.middleware import ObservabilityMiddleware
+from memory.api.routes import (
+    agents,
+    browse,
+    dashboard,
+    episodes,
+    events,
+    memories,
+    memory_admin,
+    metrics,
+    note_views,
+    pipeline,
+    search,
+    system,
+    tokens_admin,
+    working,
+)
+from memory.api.routes import export as export_routes
+from memory.api.routes import links as link_routes
+from memory.api.routes import sleep as sleep_routes
+from memory.api.routes import stats as stats_routes
+from memory.ops.logs import configure_logging
+
+log = logging.getLogger(__name__)
+
+
+def _warm_up() -> None:
+    """Load the embedding model before the first request, so /v1/context meets its budget."""
+    from memory.clients.embedder import embed_query
+
+    try:
+        embed_query("warm up")
+    except Exception as exc:  # the API still serves everything that needs no embedding
+        log.warning("embedder warm-up failed: %s", exc)
+
+
+@asynccontextmanager
+async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+    configure_logging()
+    await run_in_threadpool(_warm_up)
+    yield
 
 
 def create_app() -> FastAPI:
     app = FastAPI(
+        lifespan=lifespan,
         title="MUMA",
         version=__version__,
         description="Multi-user, multi-agent long-term memory for AI agents.",
@@ -21,6 +67,18 @@ def create_app() -> FastAPI:
     app.include_router(episodes.router)
     app.include_router(memories.router)
     app.include_router(pipeline.router)
+    app.include_router(search.router)
+    app.include_router(memory_admin.router)
+    app.include_router(working.router)
+    app.include_router(agents.router)
+    app.include_router(events.router)
+    app.include_router(stats_routes.router)
+    app.include_router(link_routes.router)
+    app.include_router(export_routes.router)
+    app.include_router(sleep_routes.router)
+    for module in (browse, note_views, tokens_admin, metrics, dashboard):
+        app.include_router(module.router)
+    app.add_middleware(ObservabilityMiddleware)
     return app
 
 

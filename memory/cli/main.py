@@ -7,8 +7,19 @@ import sys
 import click
 
 from memory import __version__
+from memory.cli import agents as agent_commands
+from memory.cli import bench as bench_commands
 from memory.cli import db as db_commands
+from memory.cli import dead_letters as dead_letter_commands
 from memory.cli import doctor as doctor_commands
+from memory.cli import export as export_commands
+from memory.cli import forget as forget_commands
+from memory.cli import pin as pin_commands
+from memory.cli import reembed as reembed_commands
+from memory.cli import search as search_commands
+from memory.cli import sleep as sleep_commands
+from memory.cli import stats as stats_commands
+from memory.cli import sync as sync_commands
 from memory.cli import tokens as token_commands
 from memory.cli import up as up_commands
 from memory.errors import MemoryServiceError
@@ -23,6 +34,12 @@ def cli() -> None:
     Start everything on this machine:   muma up
     Create an API token:                 muma tokens create --role viewer
     Check the installation:              muma doctor
+    What a user's memory holds:          muma stats --user alice
+    Search it, with explanations:        muma search --user alice "sister"
+    Back it up, restore it:              muma export --user alice -o a.jsonl; muma import a.jsonl
+    Edit memories as markdown files:     muma sync --user alice
+    Preview forgetting, consolidate:     muma decay --user alice --dry-run
+    Every command has examples:          muma COMMAND --help
     """
 
 
@@ -30,6 +47,20 @@ cli.add_command(up_commands.up)
 cli.add_command(db_commands.db)
 cli.add_command(token_commands.tokens)
 cli.add_command(doctor_commands.doctor)
+cli.add_command(agent_commands.agents)
+cli.add_command(stats_commands.stats)
+cli.add_command(search_commands.search)
+cli.add_command(export_commands.export_command)
+cli.add_command(export_commands.import_command)
+cli.add_command(forget_commands.forget)
+cli.add_command(pin_commands.pin)
+cli.add_command(dead_letter_commands.dead_letters)
+cli.add_command(reembed_commands.reembed)
+cli.add_command(sync_commands.sync)
+cli.add_command(bench_commands.bench)
+cli.add_command(sleep_commands.decay)
+cli.add_command(sleep_commands.consolidate)
+cli.add_command(sleep_commands.conflicts)
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ import json
 import logging
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import quote
 
 from memory.clients.redis import get_redis
 
@@ -17,7 +18,8 @@ log = logging.getLogger(__name__)
 
 
 def channel_name(tenant_id: str, user_id: str) -> str:
-    return f"muma:events:{tenant_id}:{user_id}"
+    """One channel per (tenant, user); ids are percent-encoded so ':' cannot alias two."""
+    return f"muma:events:{quote(tenant_id, safe='')}:{quote(user_id, safe='')}"
 
 
 def publish_events(events: Iterable[dict[str, Any]]) -> int:

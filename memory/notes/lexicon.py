@@ -2,16 +2,18 @@
 
 Invariants: a note's terms are counted in `lexicon`/`lexicon_totals` exactly while it is
 active and current (valid_to IS NULL); `index_note_terms` and `unindex_note_terms` are the
-only writers, called on activation and on closing/archiving. Terms are sorted before the
-upsert so concurrent workers lock rows in the same order and never deadlock.
+only writers, called on activation and on closing/archiving. Their changes are summed per
+transaction and written in one sorted upsert just before the commit, so concurrent
+workers lock statistics rows in one order, briefly, and never deadlock.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.orm import Session
 
 from memory.notes.models import Note
@@ -48,32 +50,56 @@ def apply_terms(note: Note, terms: dict[str, list[str]]) -> None:
     note.window_term_count = len(terms["window"])
 
 
+_PENDING = "lexicon_pending"
+
+
+@dataclass
+class _Pending:
+    counts: Counter[tuple[str, str, str, str]] = field(default_factory=Counter)
+    totals: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    lengths: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+
+
 def _adjust(session: Session, notes: Iterable[Note], sign: int) -> None:
-    counts: Counter[tuple[str, str, str, str]] = Counter()
-    totals: Counter[tuple[str, str, str]] = Counter()
-    lengths: Counter[tuple[str, str, str]] = Counter()
+    """Queue the notes' term counts; they are written once, just before the commit."""
+    pending: _Pending = session.info.setdefault(_PENDING, _Pending())
     for note in notes:
         terms = note_terms(note)
-        for field in FIELDS:
-            key = (note.tenant_id, note.user_id, field)
-            totals[key] += 1
-            lengths[key] += len(terms[field])
-            for term in set(terms[field]):
-                counts[(*key, term)] += 1
-    if counts:
+        for name in FIELDS:
+            key = (note.tenant_id, note.user_id, name)
+            pending.totals[key] += sign
+            pending.lengths[key] += sign * len(terms[name])
+            for term in set(terms[name]):
+                pending.counts[(*key, term)] += sign
+
+
+@event.listens_for(Session, "before_commit")
+def _write_pending(session: Session) -> None:
+    """One sorted upsert per transaction: concurrent writers lock lexicon rows in the same
+    order and only at the very end, so they cannot deadlock on each other."""
+    pending: _Pending | None = session.info.pop(_PENDING, None)
+    if pending is None:
+        return
+    keys = sorted(k for k, n in pending.counts.items() if n)
+    if keys:
         session.execute(
             text(
                 "INSERT INTO lexicon (tenant_id, user_id, field, term, doc_count) "
-                "VALUES (:tenant_id, :user_id, :field, :term, :delta) "
+                "SELECT * FROM unnest(CAST(:tenants AS text[]), CAST(:users AS text[]), "
+                "CAST(:fields AS text[]), CAST(:terms AS text[]), CAST(:deltas AS int[])) "
                 "ON CONFLICT (tenant_id, user_id, field, term) "
                 "DO UPDATE SET doc_count = GREATEST(0, lexicon.doc_count + EXCLUDED.doc_count)"
             ),
-            [
-                {"tenant_id": t, "user_id": u, "field": f, "term": term, "delta": sign * n}
-                for (t, u, f, term), n in sorted(counts.items())
-            ],
+            {
+                "tenants": [k[0] for k in keys],
+                "users": [k[1] for k in keys],
+                "fields": [k[2] for k in keys],
+                "terms": [k[3] for k in keys],
+                "deltas": [pending.counts[k] for k in keys],
+            },
         )
-    if totals:
+    for key in sorted(pending.totals):
+        tenant_id, user_id, name = key
         session.execute(
             text(
                 "INSERT INTO lexicon_totals (tenant_id, user_id, field, doc_count, term_total) "
@@ -82,24 +108,26 @@ def _adjust(session: Session, notes: Iterable[Note], sign: int) -> None:
                 "doc_count = GREATEST(0, lexicon_totals.doc_count + EXCLUDED.doc_count), "
                 "term_total = GREATEST(0, lexicon_totals.term_total + EXCLUDED.term_total)"
             ),
-            [
-                {
-                    "tenant_id": t,
-                    "user_id": u,
-                    "field": f,
-                    "docs": sign * n,
-                    "length": sign * lengths[(t, u, f)],
-                }
-                for (t, u, f), n in sorted(totals.items())
-            ],
+            {
+                "tenant_id": tenant_id,
+                "user_id": user_id,
+                "field": name,
+                "docs": pending.totals[key],
+                "length": pending.lengths[key],
+            },
         )
 
 
+@event.listens_for(Session, "after_rollback")
+def _drop_pending(session: Session) -> None:
+    session.info.pop(_PENDING, None)
+
+
 def index_note_terms(*, session: Session, notes: Iterable[Note]) -> None:
-    """Count newly active notes in the user's BM25 statistics."""
+    """Count newly active notes in the user's BM25 statistics (written at commit)."""
     _adjust(session, notes, +1)
 
 
 def unindex_note_terms(*, session: Session, notes: Iterable[Note]) -> None:
-    """Remove closed, archived or deleted notes from the user's BM25 statistics."""
+    """Remove closed, archived or deleted notes from the user's BM25 statistics (at commit)."""
     _adjust(session, notes, -1)

@@ -50,6 +50,7 @@ class Note(Base):
         CheckConstraint("importance >= 0 AND importance <= 1", name="importance"),
         Index("ix_notes_scope", "tenant_id", "user_id", "status"),
         Index("ix_notes_lineage", "lineage_id", "version"),
+        Index("ix_notes_session_turn", "tenant_id", "user_id", "session_id", "turn_seq"),
         Index("ix_notes_index_terms", "index_terms", postgresql_using="gin"),
         Index("ix_notes_window_terms", "window_terms", postgresql_using="gin"),
         Index(
@@ -64,6 +65,12 @@ class Note(Base):
             postgresql_using="hnsw",
             postgresql_ops={"embedding": "vector_cosine_ops"},
         ),
+        Index(
+            "ix_notes_window_embedding_hnsw",
+            "window_embedding",
+            postgresql_using="hnsw",
+            postgresql_ops={"window_embedding": "vector_cosine_ops"},
+        ),
         Index("ix_notes_expires", "expires_at", postgresql_where=text("expires_at IS NOT NULL")),
     )
 
@@ -74,6 +81,8 @@ class Note(Base):
     user_id: Mapped[str] = mapped_column(String(128))
     agent_id: Mapped[str] = mapped_column(String(128))
     session_id: Mapped[str | None] = mapped_column(String(128))
+    # The source episode's capture order: adjacent turns of a session for the read path.
+    turn_seq: Mapped[int | None] = mapped_column(BigInteger)
     speaker: Mapped[str | None] = mapped_column(String(128))
     content: Mapped[str] = mapped_column(Text)
     summary: Mapped[str | None] = mapped_column(Text)

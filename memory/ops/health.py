@@ -11,6 +11,9 @@ from memory.clients.redis import get_redis
 from memory.db import get_engine
 
 QUEUE_NAMES = ("ingest", "embed", "llm", "maintenance")
+# kombu's Redis transport keeps one list per priority step: "<queue>\x06\x16<priority>"
+# (priority 0 uses the bare name); see broker_transport_options in tasks/app.py.
+PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
 
 
 def _timed(check) -> dict[str, Any]:  # type: ignore[no-untyped-def]
@@ -57,6 +60,11 @@ def queue_depths() -> dict[str, int | None]:
     """Messages waiting per queue (None when Redis cannot be reached)."""
     try:
         client = get_redis()
-        return {name: int(client.llen(name)) for name in QUEUE_NAMES}
+        pipe = client.pipeline(transaction=False)
+        for name in QUEUE_NAMES:
+            for suffix in PRIORITY_SUFFIXES:
+                pipe.llen(name + suffix)
+        lengths = iter(pipe.execute())
+        return {name: sum(next(lengths) for _ in PRIORITY_SUFFIXES) for name in QUEUE_NAMES}
     except Exception:  # status must render even when Redis is down
         return {name: None for name in QUEUE_NAMES}

@@ -14,12 +14,16 @@ import os
 import socket
 import subprocess
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
 from memory.errors import ConfigError, TransientError
 
 log = logging.getLogger(__name__)
+# pgserver imports platformdirs' runtime dir at import time and warns when
+# XDG_RUNTIME_DIR is unset (servers, CI); the fallback it uses is fine.
+warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
 DATABASE_NAME = "muma"
 RUNTIME_FILE = "runtime.json"

@@ -131,6 +131,7 @@ def upgrade() -> None:
     sa.Column('user_id', sa.String(length=128), nullable=False),
     sa.Column('agent_id', sa.String(length=128), nullable=False),
     sa.Column('session_id', sa.String(length=128), nullable=True),
+    sa.Column('turn_seq', sa.BigInteger(), nullable=True),
     sa.Column('speaker', sa.String(length=128), nullable=True),
     sa.Column('content', sa.Text(), nullable=False),
     sa.Column('summary', sa.Text(), nullable=True),
@@ -176,9 +177,11 @@ def upgrade() -> None:
     )
     op.create_index('ix_notes_content_trgm', 'notes', ['content'], unique=False, postgresql_using='gin', postgresql_ops={'content': 'gin_trgm_ops'})
     op.create_index('ix_notes_embedding_hnsw', 'notes', ['embedding'], unique=False, postgresql_using='hnsw', postgresql_ops={'embedding': 'vector_cosine_ops'})
+    op.create_index('ix_notes_window_embedding_hnsw', 'notes', ['window_embedding'], unique=False, postgresql_using='hnsw', postgresql_ops={'window_embedding': 'vector_cosine_ops'})
     op.create_index('ix_notes_expires', 'notes', ['expires_at'], unique=False, postgresql_where=sa.text('expires_at IS NOT NULL'))
     op.create_index('ix_notes_index_terms', 'notes', ['index_terms'], unique=False, postgresql_using='gin')
     op.create_index('ix_notes_lineage', 'notes', ['lineage_id', 'version'], unique=False)
+    op.create_index('ix_notes_session_turn', 'notes', ['tenant_id', 'user_id', 'session_id', 'turn_seq'], unique=False)
     op.create_index('ix_notes_scope', 'notes', ['tenant_id', 'user_id', 'status'], unique=False)
     op.create_index('ix_notes_window_terms', 'notes', ['window_terms'], unique=False, postgresql_using='gin')
     op.create_table('tombstones',
@@ -268,9 +271,11 @@ def downgrade() -> None:
     op.drop_table('tombstones')
     op.drop_index('ix_notes_window_terms', table_name='notes', postgresql_using='gin')
     op.drop_index('ix_notes_scope', table_name='notes')
+    op.drop_index('ix_notes_session_turn', table_name='notes')
     op.drop_index('ix_notes_lineage', table_name='notes')
     op.drop_index('ix_notes_index_terms', table_name='notes', postgresql_using='gin')
     op.drop_index('ix_notes_expires', table_name='notes', postgresql_where=sa.text('expires_at IS NOT NULL'))
+    op.drop_index('ix_notes_window_embedding_hnsw', table_name='notes')
     op.drop_index('ix_notes_embedding_hnsw', table_name='notes', postgresql_using='hnsw', postgresql_ops={'embedding': 'vector_cosine_ops'})
     op.drop_index('ix_notes_content_trgm', table_name='notes', postgresql_using='gin', postgresql_ops={'content': 'gin_trgm_ops'})
     op.drop_table('notes')

@@ -22,7 +22,13 @@ from memory.episodes.service import EpisodeInput, capture_episodes
 from memory.notes.models import Note
 from memory.ops.models import DeadLetter
 from tasks.app import create_celery_app
-from tests.conftest import start_worker, stop_process_group, wait_for_worker, worker_env
+from tests.conftest import (
+    claim_local_redis_db,
+    start_worker,
+    stop_process_group,
+    wait_for_worker,
+    worker_env,
+)
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.helpers import bearer, wait_for_episodes, wait_until
 
@@ -50,7 +56,7 @@ class ModelScript:
 @pytest.fixture(scope="module")
 def llm_stack(database_url: str, redis_url: str) -> Iterator[tuple[FakeOpenAI, ModelScript, Any]]:
     script = ModelScript()
-    broker = redis_url.rsplit("/", 1)[0] + "/10"
+    broker = claim_local_redis_db() or redis_url.rsplit("/", 1)[0] + "/15"
     with FakeOpenAI(chat=script) as server:
         env = worker_env(
             MUMA_DATABASE_URL=database_url,
@@ -88,7 +94,7 @@ def _capture(tenant_id: str, user_id: str, content: str) -> uuid.UUID:
 def test_llm_extraction_makes_the_notes(llm_stack: Any, tenant_id: str, user_id: str) -> None:
     server, _, producer = llm_stack
     episode_id = _capture(tenant_id, user_id, "I have a dog named Biscuit.")
-    producer.send_task("tasks.pipeline.process_episode", args=[str(episode_id)])
+    producer.send_task("tasks.pipeline.process_episodes", args=[[str(episode_id)]])
     wait_for_episodes([episode_id], timeout=60)
     with session_scope() as session:
         contents = list(session.scalars(select(Note.content).where(Note.user_id == user_id)))
@@ -111,7 +117,7 @@ def test_invalid_json_twice_dead_letters_and_keeps_the_episode(
     before = len(server.chat_requests)
     try:
         episode_id = _capture(tenant_id, user_id, "My passport number is X1234567.")
-        producer.send_task("tasks.pipeline.process_episode", args=[str(episode_id)])
+        producer.send_task("tasks.pipeline.process_episodes", args=[[str(episode_id)]])
         wait_for_episodes([episode_id], timeout=60)
     finally:
         script.broken = False
@@ -122,7 +128,7 @@ def test_invalid_json_twice_dead_letters_and_keeps_the_episode(
         assert episode.content == "My passport number is X1234567."
         letter = session.scalar(select(DeadLetter).where(DeadLetter.episode_id == episode_id))
         assert letter is not None and "LlmOutputError" in letter.error
-        assert letter.kwargs == {} and letter.args == [str(episode_id)]
+        assert letter.kwargs == {} and letter.args == [[str(episode_id)]]
         assert letter.tenant_id == tenant_id
 
     listed = api_client.get("/v1/dead-letters", headers=bearer(tokens["operator"])).json()

@@ -1,0 +1,266 @@
+"""Read-path latency at scale (issue 4): /v1/search and /v1/context over HTTP.
+
+Synthetic users (default 9 x 100k + 10 x 10k notes = 1M notes in one database) are
+generated and bulk-loaded once into a kept MUMA_HOME (benchmarks/latency_data.py,
+latency_load.py); a re-run with the same --home and spec skips straight to measuring.
+Embedded stack: PostgreSQL + pgvector, Redis, the API under uvicorn (no workers or beat:
+the read path needs neither, and access recording is off so measuring changes nothing).
+
+Measured per user size, sequentially, after a warm-up, in shuffled order: /v1/search
+top_k 10, /v1/context (default 150 ms budget, and uncapped), filtered searches (kinds,
+domains, since) and whether they return a full top_k; in the same run the floor (a bare
+pgvector HNSW top 10 through psycopg), the query embedding cost, per-piece timings of
+the read path in process and EXPLAIN (ANALYZE, BUFFERS) of every statement it sends.
+
+    .venv/bin/python -m benchmarks.latency --home /tmp/muma-latency
+    .venv/bin/python -m benchmarks.latency --home /tmp/muma-dev --large 2 --small 0 \\
+        --large-size 20000 --queries 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+
+from benchmarks.common import write_results
+from benchmarks.latency_data import TOPICS, build_phrase_space, make_profile, questions
+from benchmarks.latency_load import (
+    build_indexes,
+    drop_indexes,
+    load_user,
+    read_progress,
+    register_encoded,
+    write_progress,
+)
+from benchmarks.latency_probe import db_facts, explain_search, floor, profile_pieces
+from benchmarks.latency_report import Sample, report
+from benchmarks.latency_whatif import what_if
+from benchmarks.stack import BenchStack
+
+BENCH_ENV = {"MUMA_RETRIEVAL__RECORD_ACCESS": "false", "MUMA_ACTIVATION__NOISE_ENABLED": "false"}
+FILTERS = ("kinds", "domains", "since")
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--home", type=Path, default=Path(tempfile.gettempdir()) / "muma-latency")
+    p.add_argument("--large", type=int, default=9, help="users with --large-size notes")
+    p.add_argument("--large-size", type=int, default=100_000)
+    p.add_argument("--small", type=int, default=10, help="users with --small-size notes")
+    p.add_argument("--small-size", type=int, default=10_000)
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--queries", type=int, default=200, help="measured searches per size")
+    p.add_argument("--measure-users", type=int, default=3, help="users queried per size")
+    p.add_argument("--index-memory", default="3GB", help="maintenance_work_mem for builds")
+    p.add_argument("--load-only", action="store_true")
+    p.add_argument("--json", type=Path)
+    return p.parse_args()
+
+
+def user_plan(args: argparse.Namespace) -> dict[str, int]:
+    large = {f"u{_k(args.large_size)}-{i:02d}": args.large_size for i in range(args.large)}
+    small = {f"u{_k(args.small_size)}-{i:02d}": args.small_size for i in range(args.small)}
+    return {**large, **small}
+
+
+def _k(size: int) -> str:
+    return f"{size // 1000}k" if size >= 1000 else str(size)
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')} load {os.getloadavg()[0]:.1f}] {message}", flush=True)
+
+
+# --------------------------------------------------------------------------- data
+
+
+def ensure_data(stack: BenchStack, plan: dict[str, int], args: argparse.Namespace) -> dict:
+    """Generate and load whatever this home lacks; build indexes once; return the record."""
+    progress = read_progress(stack.home)
+    spec = {"seed": args.seed, "users": plan}
+    if progress.get("spec") not in (None, spec):
+        raise SystemExit(f"{stack.home} holds another spec {progress['spec']}; use another --home")
+    progress.setdefault("spec", spec)
+    progress.setdefault("users", {})
+    progress.setdefault("end", datetime.now(UTC).replace(microsecond=0).isoformat())
+    end = datetime.fromisoformat(progress["end"])
+    with psycopg.connect(stack.database_url) as conn:
+        conn.execute("INSERT INTO agents (tenant_id, agent_id, display_name, domains, "
+                     "can_see_private, created_at, updated_at) VALUES ('bench', 'main', "
+                     "'main', ARRAY['work','tech','personal','general'], false, now(), now()) "
+                     "ON CONFLICT DO NOTHING")
+        conn.commit()
+        if "indexes" not in progress:
+            _load_missing(conn, plan, progress, end, stack.home)
+            log("building indexes (HNSW last)")
+            progress["indexes"] = build_indexes(conn, memory=args.index_memory, log=log)
+            write_progress(stack.home, progress)
+    return progress
+
+
+def _load_missing(conn: psycopg.Connection, plan: dict[str, int], progress: dict,
+                  end: datetime, home: Path) -> None:
+    from memory.clients.embedder import get_embedder
+
+    missing = [u for u in plan if u not in progress["users"]]
+    if not missing:
+        return
+    embedder = get_embedder()
+    started = time.perf_counter()
+    space = build_phrase_space(embedder.embed)
+    log(f"embedded the phrase space in {time.perf_counter() - started:.1f}s")
+    drop_indexes(conn)
+    register_encoded(conn)
+    total = sum(plan.values())
+    done = sum(plan[u] for u in progress["users"])
+    for user_id in missing:
+        profile = make_profile(user_id, plan[user_id], progress["spec"]["seed"])
+        t = load_user(conn, profile, space, model_id=embedder.model_id, end=end)
+        progress["users"][user_id] = t
+        write_progress(home, progress)
+        done += plan[user_id]
+        rate = plan[user_id] / (t["generate_s"] + t["copy_s"])
+        log(f"{user_id}: {plan[user_id]:,} notes, generate {t['generate_s']:.0f}s, copy "
+            f"{t['copy_s']:.0f}s ({rate:,.0f} notes/s); {done:,}/{total:,}, "
+            f"ETA {(total - done) / rate / 60:.0f} min")
+
+
+# --------------------------------------------------------------------------- workload
+
+
+def build_requests(plan: dict[str, int], args: argparse.Namespace,
+                   end: datetime) -> tuple[list[Sample], list[Sample]]:
+    """(warm-up, measured) requests; each text is used once, so no embedding cache hits."""
+    warm: list[Sample] = []
+    measured: list[Sample] = []
+    for size in sorted(set(plan.values())):
+        users = [u for u, s in plan.items() if s == size][: args.measure_users]
+        per_user = max(1, args.queries // len(users))
+        for user_id in users:
+            profile = make_profile(user_id, size, args.seed)
+            ident = {"user_id": user_id, "agent_id": "main"}
+            label = _k(size)
+            for q in questions(profile, 10, prompts=False, salt="warm"):
+                warm.append(Sample(label, "search", user_id, q, {**ident, "query": q}))
+            for q in questions(profile, per_user, prompts=False, salt="search"):
+                measured.append(Sample(label, "search", user_id, q, {**ident, "query": q}))
+            for kind, budget in (("context", None), ("context_uncapped", 10_000)):
+                count = per_user if budget is None else max(1, per_user // 3)
+                for q in questions(profile, count, prompts=True, salt=kind):
+                    body = {**ident, "prompt": q, "session_id": "bench"}
+                    if budget:
+                        body["timeout_ms"] = budget
+                    measured.append(Sample(label, kind, user_id, q, body))
+            measured += _filtered(label, profile, ident, max(1, per_user // 3), end)
+    random.Random(args.seed).shuffle(measured)
+    return warm, measured
+
+
+def _filtered(label: str, profile: Any, ident: dict[str, str], count: int,
+              end: datetime) -> list[Sample]:
+    top_topic = list(TOPICS)[int(profile.topic_weights.argmax())]
+    extra = {
+        "kinds": {"kinds": ["decision", "preference"]},
+        "domains": {"domains": [TOPICS[top_topic][0]]},
+        "since": {"since": (end - timedelta(days=30)).isoformat()},
+    }
+    out = []
+    for name in FILTERS:
+        for q in questions(profile, count, prompts=False, salt=f"filter-{name}"):
+            body = {**ident, "query": q, **extra[name]}
+            out.append(Sample(label, f"filter_{name}", profile.user_id, q, body))
+    return out
+
+
+def run_http(stack: BenchStack, samples: list[Sample]) -> None:
+    """Send each request in order, sequentially; fill in client/server ms and counts."""
+    headers = {"Authorization": f"Bearer {stack.token}"}
+    with httpx.Client(base_url=stack.api_url, headers=headers, timeout=60) as client:
+        for s in samples:
+            path = "/v1/context" if s.kind.startswith("context") else "/v1/search"
+            started = time.perf_counter()
+            response = client.post(path, json=s.body)
+            s.client_ms = (time.perf_counter() - started) * 1000
+            response.raise_for_status()
+            body = response.json()
+            s.server_ms = float(body["took_ms"])
+            s.count = len(body.get("results", body.get("memories", [])))
+            s.timed_out = bool(body.get("timed_out", False))
+
+
+def measure(stack: BenchStack, plan: dict[str, int], args: argparse.Namespace,
+            end: datetime) -> dict[str, Any]:
+    from memory.clients.embedder import get_embedder
+
+    warm, measured = build_requests(plan, args, end)
+    load_before = os.getloadavg()
+    log(f"warm-up: {len(warm)} searches")
+    run_http(stack, warm)
+    log(f"measuring {len(measured)} requests over HTTP")
+    run_http(stack, measured)
+    load_http = os.getloadavg()
+    embedder = get_embedder()
+    searches = [s for s in measured if s.kind == "search"]
+    embed_ms, vectors = [], []
+    for s in searches:
+        started = time.perf_counter()
+        vectors.append(embedder.embed_one(s.text))
+        embed_ms.append((time.perf_counter() - started) * 1000)
+    log("floor: bare HNSW queries")
+    floors = {}
+    for label in sorted({s.size for s in searches}):
+        work = [(s.user_id, v) for s, v in zip(searches, vectors, strict=True) if s.size == label]
+        floor(stack.database_url, work[:10])  # warm-up
+        floors[label] = floor(stack.database_url, work)
+    log("in-process profile and EXPLAIN")
+    probes = _probe(plan, args)
+    return {"samples": measured, "embed_ms": embed_ms, "floor": floors, "probe": probes,
+            "sizes": db_facts(stack.database_url),
+            "load": {"before_http": load_before, "after_http": load_http,
+                     "end": os.getloadavg()}}
+
+
+def _probe(plan: dict[str, int], args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for size in sorted(set(plan.values())):
+        users = [u for u, s in plan.items() if s == size][: args.measure_users]
+        work = [(u, q) for u in users for q in questions(
+            make_profile(u, size, args.seed), max(1, 60 // len(users)), prompts=False,
+            salt="probe")]
+        pieces = profile_pieces(work)
+        plans = explain_search(users[0], questions(make_profile(users[0], size, args.seed), 1,
+                                                   prompts=False, salt="explain")[0])
+        variants = what_if(users[0], questions(make_profile(users[0], size, args.seed), 20,
+                                               prompts=False, salt="whatif"))
+        out[_k(size)] = {"pieces": pieces, "explain": plans, "what_if": variants}
+    return out
+
+
+def main() -> None:
+    args = parse_args()
+    plan = user_plan(args)
+    log(f"{len(plan)} users, {sum(plan.values()):,} notes; home {args.home}")
+    with BenchStack(env=BENCH_ENV, workers=0, beat=False, home=args.home, keep=True) as stack:
+        started = time.perf_counter()
+        progress = ensure_data(stack, plan, args)
+        log(f"data ready in {time.perf_counter() - started:.0f}s")
+        if args.load_only:
+            return
+        end = datetime.fromisoformat(progress["end"])
+        results = measure(stack, plan, args, end)
+        summary = report(results, progress, plan)
+    print(f"results: {write_results('latency', summary, args.json)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""In-process diagnosis for the latency benchmark: where a search spends its time.
+
+Runs `search_notes` against the benchmark database with the read path's pieces wrapped
+by timers (monkeypatched in this process only), captures the SQL one search sends, and
+re-runs each statement under EXPLAIN (ANALYZE, BUFFERS) with the same parameters.
+Also the floor: a bare pgvector HNSW query through psycopg.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector
+from sqlalchemy import event
+
+from benchmarks.common import summarise
+from memory.access.policy import agent_viewer
+from memory.clients.embedder import embed_query
+from memory.config import get_settings
+from memory.db import get_engine, session_scope
+from memory.notes.service import note_sources
+from memory.retrieval import routes as r
+from memory.retrieval import service
+from memory.retrieval.service import search_notes
+
+FLOOR_SQL = ("SELECT id FROM notes WHERE tenant_id = %s AND user_id = %s "
+             "ORDER BY embedding <=> %s LIMIT 10")
+PIECES: tuple[tuple[Any, str], ...] = (
+    (r, "dense_route"), (r, "load_query_terms"), (r, "bm25_route"), (r, "verbatim_route"),
+    (r, "linked_route"), (service, "_load_notes"), (service, "_score"), (service, "_select"),
+)
+
+
+@contextmanager
+def timed_pieces(sink: dict[str, float]) -> Iterator[None]:
+    """Wrap the read path's pieces; each call adds its ms to sink[name] (window apart)."""
+    originals = {(module, name): getattr(module, name) for module, name in PIECES}
+
+    def wrap(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                key = name.strip("_") + ("_window" if kwargs.get("window") else "")
+                sink[key] = sink.get(key, 0.0) + (time.perf_counter() - started) * 1000
+
+        return timed
+
+    for (module, name), fn in originals.items():
+        setattr(module, name, wrap(name, fn))
+    try:
+        yield
+    finally:
+        for (module, name), fn in originals.items():
+            setattr(module, name, fn)
+
+
+def _one_search(user_id: str, query: str, sink: dict[str, float]) -> int:
+    settings = get_settings()
+    started = time.perf_counter()
+    vector = embed_query(query, settings)
+    sink["embed"] = (time.perf_counter() - started) * 1000
+    with session_scope() as session:
+        viewer = agent_viewer(session=session, settings=settings, tenant_id="bench",
+                              user_id=user_id, agent_id="main")
+        started = time.perf_counter()
+        with timed_pieces(sink):
+            hits = search_notes(session=session, viewer=viewer, query=query, vector=vector,
+                                top_k=10, settings=settings)
+        sink["search_notes"] = (time.perf_counter() - started) * 1000
+        started = time.perf_counter()
+        note_sources(session=session, note_ids=[h.note.id for h in hits])
+        sink["note_sources"] = (time.perf_counter() - started) * 1000
+    return len(hits)
+
+
+def profile_pieces(work: list[tuple[str, str]]) -> dict[str, dict[str, float]]:
+    """Per-piece ms summaries over (user_id, query) pairs, in process."""
+    samples: dict[str, list[float]] = defaultdict(list)
+    for user_id, query in work:
+        sink: dict[str, float] = {}
+        _one_search(user_id, query, sink)
+        for key, value in sink.items():
+            samples[key].append(value)
+    return {key: summarise(values) for key, values in samples.items()}
+
+
+def clean_plan(plan: str) -> str:
+    """A plan without its 384-float vector literals and long uuid lists."""
+    plan = re.sub(r"'\[[-0-9.e,]+\]'::vector", "'[query vector]'::vector", plan)
+    return re.sub(r"'\{[0-9a-f,-]{200,}\}'::uuid\[\]",
+                  lambda m: f"'{{{m.group(0).count(',') + 1} ids}}'::uuid[]", plan)
+
+
+def _label(statement: str) -> str:
+    checks = (("window_embedding <=>", "dense_window"), ("embedding <=>", "dense"),
+              ("lexicon_totals", "lexicon_totals"), ("FROM lexicon", "lexicon_terms"),
+              ("window_terms @@", "bm25_window"), ("index_terms @@", "bm25"),
+              ("ILIKE", "verbatim"), ("FROM links", "links"), ("note_sources", "sources"),
+              ("FROM agents", "agent"), ("notes.id IN", "load_notes"))
+    return next((label for needle, label in checks if needle in statement), "other")
+
+
+def explain_search(user_id: str, query: str) -> dict[str, str]:
+    """EXPLAIN (ANALYZE, BUFFERS) of every statement one search sends, by route."""
+    captured: list[tuple[str, Any]] = []
+    engine = get_engine()
+
+    def capture(conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
+        captured.append((statement, params))
+
+    event.listen(engine, "before_cursor_execute", capture)
+    try:
+        _one_search(user_id, query, {})
+    finally:
+        event.remove(engine, "before_cursor_execute", capture)
+    plans: dict[str, str] = {}
+    with session_scope() as session:
+        raw = session.connection().connection.dbapi_connection
+        assert raw is not None
+        with raw.cursor() as cursor:
+            for statement, params in captured:
+                if not statement.lstrip().upper().startswith("SELECT"):
+                    continue
+                cursor.execute("EXPLAIN (ANALYZE, BUFFERS, SERIALIZE) " + statement, params)
+                label = _label(statement)
+                text = clean_plan("\n".join(row[0] for row in cursor.fetchall()))
+                plans[label if label not in plans else f"{label}_2"] = text
+    return plans
+
+
+def floor(url: str, work: list[tuple[str, np.ndarray]]) -> dict[str, Any]:
+    """Bare HNSW top 10 per (user_id, vector), iterative scans on like the app's pool."""
+    times: list[float] = []
+    counts: list[int] = []
+    with psycopg.connect(url) as conn:
+        register_vector(conn)
+        conn.execute("SET hnsw.iterative_scan = relaxed_order")
+        for user_id, vector in work:
+            started = time.perf_counter()
+            rows = conn.execute(FLOOR_SQL, ("bench", user_id, vector)).fetchall()
+            times.append((time.perf_counter() - started) * 1000)
+            counts.append(len(rows))
+        user_id, vector = work[0]
+        plan = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + FLOOR_SQL,
+                            ("bench", user_id, vector)).fetchall()
+    return {"ms": summarise(times), "full": sum(c == 10 for c in counts), "n": len(counts),
+            "raw_ms": times, "explain": clean_plan("\n".join(row[0] for row in plan))}
+
+
+def db_facts(url: str) -> dict[str, Any]:
+    """Sizes of the notes table and its indexes, and the settings that matter for reads."""
+    with psycopg.connect(url) as conn:
+        sizes = conn.execute(
+            "SELECT c.relname, pg_size_pretty(pg_total_relation_size(c.oid)) FROM pg_class c "
+            "WHERE c.relname = 'notes' OR c.oid IN (SELECT indexrelid FROM pg_index "
+            "WHERE indrelid = 'notes'::regclass) ORDER BY pg_total_relation_size(c.oid) DESC"
+        ).fetchall()
+        names = ("server_version", "shared_buffers", "work_mem", "effective_cache_size",
+                 "random_page_cost", "hnsw.ef_search", "hnsw.max_scan_tuples", "jit")
+        conn.execute("SET hnsw.iterative_scan = relaxed_order")
+        settings = {n: conn.execute(f"SHOW {n}").fetchone()[0] for n in names}  # type: ignore[index]
+        version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        settings["pgvector"] = version.fetchone()[0]  # type: ignore[index]
+    return {"sizes": dict(sizes), "settings": settings}

@@ -1,0 +1,257 @@
+"""The decay sweep (DESIGN.md §6): archive what stopped mattering, prune it later, expire TTLs.
+
+Rules, evaluated at an explicit `now` (tasks pass utcnow, tests a frozen clock):
+
+- Decay activation D = B + d·ln(h / h0): the ACT-R base level B on a clock slowed by the
+  note's half-life h relative to the initial half-life h0. Because h starts at
+  h0 * kind multiplier, stable/preference/knowledge notes (multiplier > 1) fade that many
+  times slower than episodic ones, ephemeral ones (< 1) faster, and every real use
+  (which grows h) slows the clock further. (Σ (t·h0/h)^(-d) = (h/h0)^d · Σ t^(-d).)
+- An active, current, unpinned note whose TTL has passed (expires_at ≤ now) is expired:
+  archived with reason "expired" (the read path already hides it).
+- An active, current, unpinned note older than min_age_hours (since created_at) with
+  D < prune_threshold is archived.
+- An archived, current, unpinned note is hard-deleted when D < hard_prune_threshold or
+  it has been archived longer than max_age_hours. Its closed earlier versions go with it;
+  each deleted row leaves a Tombstone (id, reason, time, sha256 of the content).
+- Pinned notes never decay, expire or get pruned. Closed versions of live notes (history)
+  and forgotten (deleted) notes are not touched.
+
+Invariants: a note leaves the BM25 statistics exactly when it leaves active (archive or
+expiry); rows are claimed in id-ordered batches with FOR UPDATE SKIP LOCKED, so a row a
+write-path worker holds is skipped (the next sweep sees it) and the hot path never waits;
+a dry run reads the same rows and changes nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Literal
+
+from sqlalchemy import Row, Select, select
+from sqlalchemy.orm import Session
+
+from memory.activation.model import base_level
+from memory.config import ActivationSettings, DecaySettings
+from memory.notes.models import Note
+
+Action = Literal["expire", "archive", "delete"]
+NEG_INF = float("-inf")
+
+
+def decay_activation(
+    *,
+    access_times: list[datetime],
+    now: datetime,
+    access_count: int,
+    first_access: datetime | None,
+    half_life_hours: float,
+    settings: ActivationSettings,
+) -> float:
+    """D = B + d·ln(h/h0): the base level on a clock slowed by the note's half-life."""
+    b = base_level(
+        access_times,
+        now,
+        decay=settings.decay_parameter,
+        total_count=access_count,
+        first_access=first_access,
+    )
+    if b == NEG_INF:
+        return b
+    ratio = max(half_life_hours, 1e-9) / settings.initial_half_life_hours
+    return b + settings.decay_parameter * math.log(ratio)
+
+
+@dataclass(frozen=True)
+class Fate:
+    action: Action
+    reason: str
+    activation: float | None
+
+
+@dataclass(frozen=True)
+class NoteState:
+    """What the rules need to know about one note (a row of the sweep's scan)."""
+
+    status: str
+    pinned: bool
+    created_at: datetime
+    expires_at: datetime | None
+    archived_at: datetime | None
+    access_times: list[datetime]
+    access_count: int
+    first_access_at: datetime | None
+    half_life_hours: float
+
+
+def note_fate(
+    state: NoteState, now: datetime, decay: DecaySettings, activation: ActivationSettings
+) -> Fate | None:
+    """What the sweep does to one current note at `now`, or None (it stays as it is)."""
+    if state.pinned:
+        return None
+    strength = decay_activation(
+        access_times=list(state.access_times or []),
+        now=now,
+        access_count=state.access_count,
+        first_access=state.first_access_at,
+        half_life_hours=state.half_life_hours,
+        settings=activation,
+    )
+    if state.status == "active":
+        if state.expires_at is not None and state.expires_at <= now:
+            return Fate("expire", "expired", strength)
+        old_enough = now - state.created_at >= timedelta(hours=decay.min_age_hours)
+        if old_enough and strength < decay.prune_threshold:
+            reason = f"activation {_fmt(strength)} < {decay.prune_threshold}"
+            return Fate("archive", reason, strength)
+        return None
+    if state.status == "archived":
+        archived_at = state.archived_at or state.created_at
+        if now - archived_at >= timedelta(hours=decay.max_age_hours):
+            return Fate("delete", f"archived longer than {decay.max_age_hours:g} h", strength)
+        if strength < decay.hard_prune_threshold:
+            return Fate(
+                "delete", f"activation {_fmt(strength)} < {decay.hard_prune_threshold}", strength
+            )
+    return None
+
+
+def _fmt(value: float) -> str:
+    return "-inf" if value == NEG_INF else f"{value:.2f}"
+
+
+@dataclass(frozen=True)
+class DecayAction:
+    note_id: uuid.UUID
+    action: Action
+    reason: str
+    activation: float | None
+    kind: str
+    content: str
+    lineage_id: uuid.UUID
+    agent_id: str
+    visibility: str
+    domain: str
+
+    @classmethod
+    def of_row(cls, row: Row[tuple[object, ...]], fate: Fate) -> DecayAction:
+        return cls(
+            note_id=row.id,
+            action=fate.action,
+            reason=fate.reason,
+            activation=fate.activation,
+            kind=row.kind,
+            content=row.content,
+            lineage_id=row.lineage_id,
+            agent_id=row.agent_id,
+            visibility=row.visibility,
+            domain=row.domain,
+        )
+
+
+@dataclass
+class DecayReport:
+    tenant_id: str
+    user_id: str
+    now: datetime
+    dry_run: bool
+    scanned: int = 0
+    batches: int = 0
+    actions: list[DecayAction] = field(default_factory=list)
+    # Closed earlier versions hard-deleted with their archived note (tombstoned too).
+    history_deleted: int = 0
+
+    def of(self, action: Action) -> list[DecayAction]:
+        return [a for a in self.actions if a.action == action]
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "scanned": self.scanned,
+            "expired": len(self.of("expire")),
+            "archived": len(self.of("archive")),
+            "deleted": len(self.of("delete")),
+            "history_deleted": self.history_deleted,
+        }
+
+
+SCAN_COLUMNS = (
+    Note.id,
+    Note.lineage_id,
+    Note.agent_id,
+    Note.visibility,
+    Note.domain,
+    Note.kind,
+    Note.content,
+    Note.status,
+    Note.pinned,
+    Note.created_at,
+    Note.expires_at,
+    Note.archived_at,
+    Note.access_times,
+    Note.access_count,
+    Note.first_access_at,
+    Note.half_life_hours,
+)
+
+
+def _scan_query(tenant_id: str, user_id: str, status: str) -> Select[tuple[object, ...]]:
+    return (
+        select(*SCAN_COLUMNS)
+        .where(
+            Note.tenant_id == tenant_id,
+            Note.user_id == user_id,
+            Note.status == status,
+            Note.valid_to.is_(None),
+            Note.pinned.is_(False),
+        )
+        .order_by(Note.id)
+    )
+
+
+def scan_batches(
+    session: Session,
+    *,
+    tenant_id: str,
+    user_id: str,
+    status: str,
+    batch_size: int,
+    lock: bool,
+) -> Iterator[list[Row[tuple[object, ...]]]]:
+    """Current unpinned notes of one status in id order, `batch_size` rows at a time.
+
+    With `lock`, each batch is claimed FOR UPDATE SKIP LOCKED (rows held elsewhere are
+    skipped, not waited for) and stays locked until the caller's transaction ends.
+    """
+    after: uuid.UUID | None = None
+    while True:
+        query = _scan_query(tenant_id, user_id, status).limit(batch_size)
+        if after is not None:
+            query = query.where(Note.id > after)
+        if lock:
+            query = query.with_for_update(skip_locked=True, of=Note)
+        rows = list(session.execute(query))
+        if not rows:
+            return
+        yield rows
+        after = rows[-1].id
+        if len(rows) < batch_size:
+            return
+
+
+def state_of(row: Row[tuple[object, ...]]) -> NoteState:
+    return NoteState(
+        status=row.status,
+        pinned=row.pinned,
+        created_at=row.created_at,
+        expires_at=row.expires_at,
+        archived_at=row.archived_at,
+        access_times=list(row.access_times or []),
+        access_count=row.access_count,
+        first_access_at=row.first_access_at,
+        half_life_hours=row.half_life_hours,
+    )

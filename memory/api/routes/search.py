@@ -1,0 +1,144 @@
+"""The read path over HTTP: /v1/search and /v1/context (budgeted prompt injection)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, BackgroundTasks
+from pydantic import Field
+from sqlalchemy import text
+
+from memory.access.tokens import Principal
+from memory.api.deps import PrincipalDep
+from memory.api.identity import resolve_viewer
+from memory.api.schemas import Identifier, Kind, Strict
+from memory.clients.embedder import embed_query
+from memory.config import get_settings
+from memory.db import session_scope
+from memory.notes.service import note_sources
+from memory.retrieval.context import build_context
+from memory.retrieval.routes import SearchFilters
+from memory.retrieval.service import SearchHit, search_notes
+from memory.types import utcnow
+
+router = APIRouter(tags=["read"])
+_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="context")
+CONTEXT_POOL_SIZE = 40
+
+
+class SearchIn(Strict):
+    user_id: Identifier | None = None
+    agent_id: Identifier | None = None
+    query: Annotated[str, Field(min_length=1, max_length=4000)]
+    top_k: Annotated[int, Field(ge=1, le=50)] = 10
+    session_id: Identifier | None = None
+    kinds: list[Kind] = Field(default_factory=list, max_length=6)
+    domains: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(default_factory=list, max_length=32)
+    since: datetime | None = None
+    until: datetime | None = None
+    include_archived: bool = False
+    # A preview (the dashboard) reads without counting as a use: no access is recorded.
+    dry_run: bool = False
+
+
+class ContextIn(Strict):
+    user_id: Identifier | None = None
+    agent_id: Identifier | None = None
+    session_id: Identifier | None = None
+    prompt: Annotated[str, Field(min_length=1, max_length=16000)]
+    max_tokens: Annotated[int, Field(ge=1, le=32000)] = 1000
+    timeout_ms: Annotated[int, Field(ge=1, le=60000)] = 150
+    dry_run: bool = False
+
+
+def _result(hit: SearchHit, sources: list[dict[str, Any]]) -> dict[str, Any]:
+    note = hit.note
+    return {
+        "id": str(note.id), "content": note.content, "kind": note.kind, "domain": note.domain,
+        "visibility": note.visibility, "speaker": note.speaker, "agent_id": note.agent_id,
+        "occurred_at": note.occurred_at.isoformat(), "score": round(hit.score, 4),
+        "sources": [
+            {"episode_id": str(s["episode_id"]), "occurred_at": s["occurred_at"].isoformat(),
+             "metadata": s["metadata"]}
+            for s in sources
+        ],
+        "explanation": hit.explanation(),
+    }
+
+
+def _search(principal: Principal, body: SearchIn | ContextIn, query: str, top_k: int,
+            timeout_ms: int | None = None) -> tuple[list[SearchHit], list[dict[str, Any]]]:
+    settings = get_settings()
+    filters = SearchFilters()
+    if isinstance(body, SearchIn):
+        filters = SearchFilters(tuple(body.kinds), tuple(body.domains), body.since, body.until,
+                                body.include_archived)
+    vector = embed_query(query, settings)
+    with session_scope() as session:
+        if timeout_ms is not None:
+            session.execute(text(f"SET LOCAL statement_timeout = {int(timeout_ms)}"))
+        viewer = resolve_viewer(session=session, principal=principal, user_id=body.user_id,
+                                agent_id=body.agent_id)
+        hits = search_notes(session=session, viewer=viewer, query=query, vector=vector,
+                            top_k=top_k, settings=settings, filters=filters)
+        sources = note_sources(session=session, note_ids=[h.note.id for h in hits])
+        results = [_result(h, sources[h.note.id]) for h in hits]
+    return hits, results
+
+
+def _record(background: BackgroundTasks, note_ids: list[uuid.UUID]) -> None:
+    if note_ids and get_settings().retrieval.record_access:
+        background.add_task(_enqueue_accesses, [str(i) for i in note_ids], utcnow().isoformat())
+
+
+def _enqueue_accesses(note_ids: list[str], at: str) -> None:
+    from tasks.maintenance import record_accesses
+
+    try:
+        record_accesses.apply_async((note_ids, at), retry=False)
+    except Exception:  # access history is best effort; the answer has already been sent
+        pass
+
+
+@router.post("/v1/search")
+def search(body: SearchIn, principal: PrincipalDep, background: BackgroundTasks) -> dict[str, Any]:
+    """The top_k memories the caller may see, each with its explanation."""
+    started = time.perf_counter()
+    hits, results = _search(principal, body, body.query, body.top_k)
+    if not body.dry_run:
+        _record(background, [h.note.id for h in hits])
+    return {"results": results, "took_ms": round((time.perf_counter() - started) * 1000, 2)}
+
+
+@router.post("/v1/context")
+def context(body: ContextIn, principal: PrincipalDep, background: BackgroundTasks) -> dict[str, Any]:
+    """The <relevant-memories> block for a prompt, within max_tokens and about timeout_ms."""
+    started = time.perf_counter()
+    future = _POOL.submit(_search, principal, body, body.prompt, CONTEXT_POOL_SIZE, body.timeout_ms)
+    try:
+        hits, results = future.result(timeout=body.timeout_ms / 1000)
+    except FutureTimeout:
+        return _context_reply("", [], 0, started, timed_out=True)
+    except Exception as exc:  # a statement timeout or a transient failure: answer empty
+        if "statement timeout" in str(exc) or "canceling statement" in str(exc):
+            return _context_reply("", [], 0, started, timed_out=True)
+        raise
+    block, kept, tokens = build_context(hits, body.max_tokens)
+    kept_ids = {h.note.id for h in kept}
+    memories = [r for h, r in zip(hits, results, strict=True) if h.note.id in kept_ids]
+    if not body.dry_run:
+        _record(background, [h.note.id for h in kept])
+    return _context_reply(block, memories, tokens, started, timed_out=False)
+
+
+def _context_reply(block: str, memories: list[dict[str, Any]], tokens: int, started: float,
+                   *, timed_out: bool) -> dict[str, Any]:
+    took = round((time.perf_counter() - started) * 1000, 2)
+    return {"context": block, "memories": memories, "tokens": tokens, "took_ms": took,
+            "timed_out": timed_out}
+

@@ -1,0 +1,79 @@
+"""`muma reembed`: re-embed every note whose vector came from another model."""
+
+from __future__ import annotations
+
+import click
+
+from memory.cli.common import console, err_console, require_schema
+from memory.cli.options import domain_errors, progress_bar
+from memory.clients.embedder import get_embedder
+from memory.config import Settings, get_settings
+from memory.db import session_scope
+from memory.ops.reembed import count_stale, reembed_batch
+
+
+def _settings(provider: str | None, model: str | None) -> Settings:
+    settings = get_settings()
+    update = {k: v for k, v in (("provider", provider), ("model", model)) if v}
+    if not update:
+        return settings
+    return settings.model_copy(update={"embedding": settings.embedding.model_copy(update=update)})
+
+
+@click.command(short_help="Re-embed notes after the embedding model changed.")
+@click.option("--model", default=None, help="Embedding model (default: embedding.model).")
+@click.option(
+    "--provider",
+    default=None,
+    type=click.Choice(["onnx", "sentence-transformers", "openai", "hash"]),
+    help="Embedding provider (default: embedding.provider).",
+)
+@click.option("--tenant", default=None, help="Only this tenant (default: every tenant).")
+@click.option("--batch-size", default=64, show_default=True, type=click.IntRange(1, 4096))
+@click.option("--dry-run", is_flag=True, help="Only count the notes to re-embed.")
+@domain_errors
+def reembed(
+    model: str | None, provider: str | None, tenant: str | None, batch_size: int, dry_run: bool
+) -> None:
+    """Re-embed all notes made with another embedding model. Each batch is committed on
+    its own, so an interrupted run resumes where it stopped when started again.
+
+    Change embedding.model (or provider) in the configuration first, so the API and the
+    workers embed new notes and queries with the same model.
+
+    \b
+    Examples:
+      muma reembed --dry-run
+      muma reembed --model all-MiniLM-L6-v2 --batch-size 128
+    """
+    require_schema()
+    settings = _settings(provider, model)
+    embedder = get_embedder(settings)
+    configured = get_embedder(get_settings()).model_id if (model or provider) else None
+    if configured is not None and configured != embedder.model_id:
+        err_console.print(
+            f"[yellow]warning:[/] the configuration still embeds with {configured}; "
+            "set embedding.model so new notes and queries use the same model"
+        )
+    with session_scope() as session:
+        total = count_stale(session=session, model_id=embedder.model_id, tenant_id=tenant)
+    if dry_run or total == 0:
+        console.print(f"{total} notes to re-embed with {embedder.model_id}")
+        return
+    done = 0
+    with progress_bar() as bar:
+        task = bar.add_task(f"re-embedding with {embedder.model_id}", total=total)
+        while True:
+            with session_scope() as session:
+                n = reembed_batch(
+                    session=session, embedder=embedder, limit=batch_size, tenant_id=tenant
+                )
+            if n == 0:
+                break
+            done += n
+            bar.advance(task, n)
+    with session_scope() as session:
+        left = count_stale(session=session, model_id=embedder.model_id, tenant_id=tenant)
+    console.print(f"re-embedded {done} notes with {embedder.model_id}")
+    if left:
+        console.print(f"{left} notes were busy in the pipeline; run `muma reembed` again")

@@ -1,0 +1,287 @@
+"""Classifying a pair of similar notes: compatible, contradictory, subsumes or ambiguous.
+
+Heuristics (no LLM), checked in this order on the two texts:
+
+1. Not the same subject: compatible. Different known speakers, names on both sides that
+   share none ("Bob" / "Carol"), or no shared topic word (content words other than
+   names) unless the texts use opposite words ("Bob is married" / "Bob is divorced").
+2. Negation differs ("I eat meat" / "I don't eat meat", "no longer"): contradictory.
+3. Dates differ (month/day, years, weekdays, ISO dates mentioned by both): contradictory.
+4. Numbers differ (digits and number words, dates excluded, mentioned by both): contradictory.
+5. Opposite words (love/hate, like/dislike, always/never, ...): contradictory.
+6. One text's content words all appear in the other, which adds more: subsumes.
+7. Exactly one short differing span in otherwise equal wording: words of one sentiment
+   are compatible ("love" / "really enjoy"); a value slot after a copula, a
+   place/employer/name preposition, a capitalised value or a colour is contradictory
+   ("lives in Paris" / "lives in Berlin"); any other single swap is ambiguous (a synonym or a
+   second preference: "likes cats" / "likes dogs").
+8. Anything else (paraphrase, different facts on one topic): compatible.
+
+`classify_with_llm` asks an OpenAI-compatible model for the same four classes.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from memory.clients.llm import LlmClient
+from memory.retrieval.text import STOPWORDS
+
+Classification = Literal["compatible", "contradictory", "subsumes", "ambiguous"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    classification: Classification
+    reason: str
+    # For "subsumes": which side holds the broader statement ("a" or "b").
+    broader: str | None = None
+    method: str = "heuristic"
+    # False when the notes are not about one subject: such pairs are not stored.
+    related: bool = True
+
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+NEGATIONS = frozenset(
+    _words(
+        "not no never none nobody nothing nowhere neither nor cannot without don't doesn't "
+        "didn't isn't aren't wasn't weren't can't couldn't won't wouldn't haven't hasn't "
+        "hadn't shouldn't dont doesnt didnt isnt arent wasnt werent cant wont anymore quit "
+        "stopped"
+    )
+)
+OPPOSITES = tuple(
+    tuple(pair.split("/"))
+    for pair in _words(
+        "love/hate loves/hates loved/hated like/dislike likes/dislikes always/never "
+        "married/divorced married/single alive/dead true/false open/closed enjoy/hate "
+        "enjoys/hates allowed/forbidden vegan/omnivore"
+    )
+)
+NUMBER_WORDS = {
+    word: value
+    for value, word in enumerate(
+        _words(
+            "zero one two three four five six seven eight nine ten eleven twelve thirteen "
+            "fourteen fifteen sixteen seventeen eighteen nineteen twenty"
+        )
+    )
+}
+MONTHS = _words(
+    "january february march april may june july august september october november december"
+)
+WEEKDAYS = _words("monday tuesday wednesday thursday friday saturday sunday")
+# A swap inside one of these groups keeps the meaning ("love" / "really enjoy").
+SAME_SENTIMENT = (
+    frozenset(
+        _words(
+            "love loves loved enjoy enjoys enjoyed like likes liked adore adores fond really "
+            "very much"
+        )
+    ),
+    frozenset(_words("hate hates hated dislike dislikes disliked detest detests really very much")),
+)
+COLOURS = frozenset(
+    _words(
+        "red orange yellow green blue purple violet pink brown black white grey gray "
+        "silver gold beige navy"
+    )
+)
+VALUE_MARKERS = frozenset(
+    _words(
+        "is are was were am be been in at from to named called of for as near lives live "
+        "lived works work worked moved studies study born"
+    )
+)
+_APOSTROPHE = "\u2019"
+_TOKEN_RE = re.compile(r"[A-Za-z0-9]+(?:['\u2019][A-Za-z]+)?(?:[.:/-]\d+)*")
+_ISO_DATE_RE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+_YEAR_RE = re.compile(r"\b(1[89]\d{2}|20\d{2})\b")
+_MONTH_DAY_RE = re.compile(
+    r"\b(" + "|".join(m.capitalize() for m in MONTHS) + r")\b(?:\s+(\d{1,2})(?:st|nd|rd|th)?)?"
+    r"|\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?("
+    + "|".join(m.capitalize() for m in MONTHS)
+    + r")\b"
+)
+MAX_SLOT_TOKENS = 3
+
+
+def tokens(text: str) -> list[str]:
+    return [t.replace(_APOSTROPHE, "'") for t in _TOKEN_RE.findall(text)]
+
+
+def _plain(word: str) -> str:
+    low = word.lower()
+    return low[:-2] if low.endswith("'s") else low
+
+
+def _content(words: list[str]) -> set[str]:
+    """Content words, lowercased, possessive 's dropped, negations excluded."""
+    plain = {_plain(w) for w in words}
+    return {w for w in plain if w not in STOPWORDS and w not in NEGATIONS}
+
+
+def names(words: list[str]) -> set[str]:
+    """Capitalised words that are not function words, months or weekdays: who/what."""
+    return {
+        _plain(w)
+        for w in words
+        if w[:1].isupper()
+        and _plain(w) not in STOPWORDS
+        and _plain(w) not in MONTHS
+        and _plain(w) not in WEEKDAYS
+    }
+
+
+def negated(words: list[str]) -> bool:
+    lowered = [w.lower() for w in words]
+    return any(w in NEGATIONS for w in lowered) or "no longer" in " ".join(lowered)
+
+
+def dates(text: str) -> set[str]:
+    found = set(_ISO_DATE_RE.findall(text)) | set(_YEAR_RE.findall(text))
+    for m in _MONTH_DAY_RE.finditer(text):
+        month = (m.group(1) or m.group(4)).lower()
+        day = m.group(2) or m.group(3)
+        found.add(f"{month} {int(day)}" if day else month)
+    found |= {w.lower() for w in tokens(text) if w.lower() in WEEKDAYS and w[0].isupper()}
+    return found
+
+
+def numbers(text: str) -> set[str]:
+    """Quantities mentioned, dates excluded (digits normalised, number words as digits)."""
+    without_dates = _MONTH_DAY_RE.sub(" ", _ISO_DATE_RE.sub(" ", text))
+    without_dates = _YEAR_RE.sub(" ", without_dates)
+    out: set[str] = set()
+    for word in tokens(without_dates):
+        low = word.lower()
+        if re.fullmatch(r"\d+(?:[.:]\d+)?", low):
+            out.add(low.lstrip("0") or "0")
+        elif low in NUMBER_WORDS:
+            out.add(str(NUMBER_WORDS[low]))
+    return out
+
+
+def _opposite(a: set[str], b: set[str]) -> tuple[str, str] | None:
+    for x, y in OPPOSITES:
+        if (x in a and y in b and y not in a and x not in b) or (
+            y in a and x in b and x not in a and y not in b
+        ):
+            return (x, y)
+    return None
+
+
+def _single_swap(a: list[str], b: list[str]) -> tuple[list[str], list[str], str] | None:
+    """The one differing span (a side, b side, word before it), if the rest is equal."""
+    matcher = difflib.SequenceMatcher(a=[w.lower() for w in a], b=[w.lower() for w in b])
+    edits = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    if len(edits) != 1 or edits[0][0] != "replace":
+        return None
+    _, i1, i2, j1, j2 = edits[0]
+    if i2 - i1 > MAX_SLOT_TOKENS or j2 - j1 > MAX_SLOT_TOKENS:
+        return None
+    before = a[i1 - 1].lower() if i1 > 0 else ""
+    return a[i1:i2], b[j1:j2], before
+
+
+def _different_subject(words_a: list[str], words_b: list[str]) -> str | None:
+    """Why the two texts are not about one subject, or None when they are."""
+    names_a, names_b = names(words_a), names(words_b)
+    if names_a and names_b and not names_a & names_b:
+        return f"different subjects ({_show(names_a)} vs {_show(names_b)})"
+    topic_a, topic_b = _content(words_a) - names_a, _content(words_b) - names_b
+    if not topic_a & topic_b and not _opposite(_content(words_a), _content(words_b)):
+        return "no shared subject words"
+    return None
+
+
+def _value_verdict(words_a: list[str], words_b: list[str]) -> Verdict | None:
+    """The verdict for exactly one short differing span, if that is all that differs."""
+    swap = _single_swap(words_a, words_b)
+    if swap is None:
+        return None
+    left, right, before = swap
+    shown = f"{' '.join(left)} vs {' '.join(right)}"
+    swapped = {w.lower() for w in left + right}
+    if any(swapped <= group for group in SAME_SENTIMENT):
+        return Verdict("compatible", f"same sentiment in other words ({shown})")
+    valued = (
+        before in VALUE_MARKERS or any(w[:1].isupper() for w in left + right) or swapped <= COLOURS
+    )
+    if valued:
+        return Verdict("contradictory", f"different values ({shown})")
+    return Verdict("ambiguous", f"one differing detail ({shown})")
+
+
+def classify(
+    text_a: str, text_b: str, *, speaker_a: str | None = None, speaker_b: str | None = None
+) -> Verdict:
+    """The heuristic verdict for two notes' texts (see the module docstring for the order)."""
+    if speaker_a and speaker_b and speaker_a.casefold() != speaker_b.casefold():
+        return Verdict(
+            "compatible", f"different speakers ({speaker_a}, {speaker_b})", related=False
+        )
+    words_a, words_b = tokens(text_a), tokens(text_b)
+    unrelated = _different_subject(words_a, words_b)
+    if unrelated:
+        return Verdict("compatible", unrelated, related=False)
+    if negated(words_a) != negated(words_b):
+        return Verdict("contradictory", "one statement negates the other")
+    for label, extract in (("dates", dates), ("numbers", numbers)):
+        found_a, found_b = extract(text_a), extract(text_b)
+        if found_a and found_b and found_a != found_b:
+            shown = f"{_show(found_a)} vs {_show(found_b)}"
+            return Verdict("contradictory", f"{label} differ ({shown})")
+    content_a, content_b = _content(words_a), _content(words_b)
+    opposite = _opposite(content_a, content_b)
+    if opposite:
+        return Verdict("contradictory", f"opposite words ({opposite[0]} / {opposite[1]})")
+    if content_a < content_b or content_b < content_a:
+        broader = "b" if content_a < content_b else "a"
+        return Verdict("subsumes", "one statement contains the other and adds detail", broader)
+    return _value_verdict(words_a, words_b) or Verdict(
+        "compatible", "paraphrase or different facts about one subject"
+    )
+
+
+def _show(values: set[str]) -> str:
+    return ", ".join(sorted(values))
+
+
+LLM_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "classification": {
+            "type": "string",
+            "enum": ["compatible", "contradictory", "subsumes", "ambiguous"],
+        },
+        "broader": {"type": "string", "enum": ["a", "b", "none"]},
+        "reason": {"type": "string"},
+    },
+    "required": ["classification", "reason"],
+}
+LLM_PROMPT = (
+    "Two memories about one person may disagree. Classify the pair: 'contradictory' if "
+    "both cannot be true at the same time, 'subsumes' if one says everything the other "
+    "says and more (name the broader one in 'broader'), 'compatible' if both can be true "
+    "together, 'ambiguous' if you cannot tell. Give a one-sentence reason."
+)
+
+
+def classify_with_llm(llm: LlmClient, text_a: str, text_b: str) -> Verdict:
+    answer = llm.complete_json(
+        LLM_PROMPT, f"Memory A: {text_a}\nMemory B: {text_b}", LLM_SCHEMA, name="conflict"
+    )
+    broader = answer.get("broader")
+    return Verdict(
+        answer["classification"],
+        str(answer.get("reason") or "")[:500],
+        broader if broader in ("a", "b") and answer["classification"] == "subsumes" else None,
+        "llm",
+    )

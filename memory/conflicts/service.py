@@ -1,0 +1,241 @@
+"""Conflict detection for one user: similar pairs in the band, classified and stored.
+
+Candidates: active, current notes with embeddings, knowledge notes excluded (they are
+near copies of their sources by construction). Within each k-means partition
+(`sleep.partition_size`) every pair with cosine in [conflict_min, conflict_max] is a
+candidate; each note keeps its best CANDIDATES_PER_NOTE partners, pairs across agents
+first (what one agent learned may contradict another: the write path already compares
+an agent's new note with what exists). A pair is classified once: LLM when configured,
+else `detect.classify`, whose first rule drops pairs not about the same subject.
+
+Invariants: one row per unordered pair (note_a_id < note_b_id, unique), so re-runs add
+only new pairs; contradictory/subsumes/ambiguous pairs are stored `open`, compatible ones
+`resolved` with resolution {"auto": "compatible"} (never shown as open, never asked
+again); every stored row is audited (`conflict.detected`).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.orm import Session
+
+from memory.clients.llm import LlmClient
+from memory.config import Settings
+from memory.conflicts.detect import Verdict, classify, classify_with_llm
+from memory.conflicts.models import Conflict
+from memory.consolidation.pipeline import partition, unit_rows
+from memory.errors import MemoryServiceError
+from memory.notes.models import Note
+from memory.ops.audit import record_event
+
+log = logging.getLogger(__name__)
+CANDIDATES_PER_NOTE = 3
+
+
+@dataclass(frozen=True)
+class PairNote:
+    id: uuid.UUID
+    agent_id: str
+    speaker: str | None
+    content: str
+
+
+@dataclass(frozen=True)
+class Candidate:
+    a: PairNote
+    b: PairNote
+    similarity: float
+
+
+@dataclass
+class ConflictReport:
+    tenant_id: str
+    user_id: str
+    now: datetime
+    scanned: int = 0
+    candidates: int = 0
+    found: list[tuple[Candidate, Verdict]] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        out = {"scanned": self.scanned, "candidates": self.candidates}
+        for name in ("contradictory", "subsumes", "ambiguous", "compatible"):
+            out[name] = sum(1 for _, v in self.found if v.classification == name)
+        return out
+
+
+def _load(session: Session, tenant_id: str, user_id: str) -> tuple[list[PairNote], np.ndarray]:
+    rows = session.execute(
+        select(Note.id, Note.agent_id, Note.speaker, Note.content, Note.embedding)
+        .where(
+            Note.tenant_id == tenant_id,
+            Note.user_id == user_id,
+            Note.status == "active",
+            Note.valid_to.is_(None),
+            Note.kind != "knowledge",
+            Note.embedding.is_not(None),
+        )
+        .order_by(Note.id)
+    ).all()
+    notes = [PairNote(r.id, r.agent_id, r.speaker, r.content) for r in rows]
+    vectors = unit_rows(np.stack([r.embedding for r in rows])) if rows else np.zeros((0, 1))
+    return notes, vectors
+
+
+def band_pairs(notes: list[PairNote], vectors: np.ndarray, settings: Settings) -> list[Candidate]:
+    """Candidate pairs in the similarity band, best partners per note, cross-agent first."""
+    low, high = settings.sleep.conflict_min_similarity, settings.sleep.conflict_max_similarity
+    chosen: dict[tuple[int, int], float] = {}
+    for part in partition(vectors, settings.sleep.partition_size):
+        sims = vectors[part] @ vectors[part].T
+        for row in range(len(part)):
+            band = np.flatnonzero((sims[row] >= low) & (sims[row] <= high))
+            band = band[band != row]
+            if not len(band):
+                continue
+            i = int(part[row])
+            ranked = sorted(
+                band.tolist(),
+                key=lambda c: (notes[int(part[c])].agent_id == notes[i].agent_id, -sims[row, c]),
+            )
+            for col in ranked[:CANDIDATES_PER_NOTE]:
+                j = int(part[col])
+                chosen[(min(i, j), max(i, j))] = float(sims[row, col])
+    out = []
+    for (i, j), similarity in sorted(chosen.items()):
+        a, b = (notes[i], notes[j]) if notes[i].id < notes[j].id else (notes[j], notes[i])
+        out.append(Candidate(a, b, similarity))
+    return out
+
+
+def _known_pairs(session: Session, tenant_id: str, user_id: str) -> set[tuple[uuid.UUID, ...]]:
+    rows = session.execute(
+        select(Conflict.note_a_id, Conflict.note_b_id).where(
+            Conflict.tenant_id == tenant_id, Conflict.user_id == user_id
+        )
+    )
+    return {(a, b) for a, b in rows}
+
+
+def _verdict(candidate: Candidate, llm: LlmClient | None) -> Verdict:
+    a, b = candidate.a, candidate.b
+    heuristic = classify(a.content, b.content, speaker_a=a.speaker, speaker_b=b.speaker)
+    if llm is None or not heuristic.related:
+        return heuristic
+    try:
+        return classify_with_llm(llm, a.content, b.content)
+    except MemoryServiceError as exc:  # invalid output or model down: the heuristic stands
+        log.warning("LLM conflict classification failed, using heuristics: %s", exc)
+        return heuristic
+
+
+def detect_conflicts(
+    *,
+    session: Session,
+    tenant_id: str,
+    user_id: str,
+    now: datetime,
+    settings: Settings,
+    llm: LlmClient | None = None,
+) -> ConflictReport:
+    """Find, classify and store the user's new conflict pairs as of `now`."""
+    report = ConflictReport(tenant_id=tenant_id, user_id=user_id, now=now)
+    notes, vectors = _load(session, tenant_id, user_id)
+    report.scanned = len(notes)
+    known = _known_pairs(session, tenant_id, user_id)
+    candidates = [c for c in band_pairs(notes, vectors, settings) if (c.a.id, c.b.id) not in known]
+    report.candidates = len(candidates)
+    for candidate in candidates:
+        verdict = _verdict(candidate, llm)
+        if not verdict.related:
+            continue  # not about the same subject: not a pair worth keeping
+        report.found.append((candidate, verdict))
+        _store(session, report, candidate, verdict)
+    session.flush()
+    return report
+
+
+def _store(session: Session, report: ConflictReport, c: Candidate, verdict: Verdict) -> None:
+    compatible = verdict.classification == "compatible"
+    detection = {"reason": verdict.reason, "method": verdict.method, "broader": verdict.broader}
+    conflict_id = uuid.uuid4()
+    session.execute(
+        pg_insert(Conflict)
+        .values(
+            id=conflict_id,
+            tenant_id=report.tenant_id,
+            user_id=report.user_id,
+            note_a_id=c.a.id,
+            note_b_id=c.b.id,
+            agent_a_id=c.a.agent_id,
+            agent_b_id=c.b.agent_id,
+            similarity=round(c.similarity, 4),
+            classification=verdict.classification,
+            status="resolved" if compatible else "open",
+            resolution={"detection": detection, **({"auto": "compatible"} if compatible else {})},
+            created_at=report.now,
+            resolved_at=report.now if compatible else None,
+        )
+        .on_conflict_do_nothing(constraint="uq_conflicts_pair")
+    )
+    record_event(
+        session=session,
+        tenant_id=report.tenant_id,
+        user_id=report.user_id,
+        actor="conflicts",
+        action="conflict.detected",
+        entity_type="conflict",
+        entity_id=str(conflict_id),
+        reason=verdict.reason,
+        data={
+            "classification": verdict.classification,
+            "notes": [str(c.a.id), str(c.b.id)],
+            "similarity": round(c.similarity, 4),
+            "method": verdict.method,
+        },
+    )
+
+
+def conflict_event_payloads(session: Session, report: ConflictReport) -> list[dict[str, object]]:
+    """`conflict.found` stream events for new open conflicts (published after commit).
+
+    The event carries the notes' audience when both share one; otherwise it is marked
+    user-only, so no agent learns of a note it may not see.
+    """
+    out: list[dict[str, object]] = []
+    for candidate, verdict in report.found:
+        if verdict.classification == "compatible":
+            continue
+        a, b = session.get(Note, candidate.a.id), session.get(Note, candidate.b.id)
+        if a is None or b is None:
+            continue
+        same = _audience(a) == _audience(b)
+        out.append(
+            {
+                "type": "conflict.found",
+                "tenant_id": report.tenant_id,
+                "user_id": report.user_id,
+                "note_ids": [str(a.id), str(b.id)],
+                "note_id": str(a.id),
+                "agent_id": a.agent_id if same else None,
+                "visibility": a.visibility if same else "user-only",
+                "domain": a.domain,
+                "classification": verdict.classification,
+                "at": report.now.isoformat(),
+            }
+        )
+    return out
+
+
+def _audience(note: Note) -> tuple[str, ...]:
+    if note.visibility == "scoped":
+        return ("scoped", note.domain)
+    if note.visibility == "private":
+        return ("private", note.agent_id)
+    return (note.visibility,)

@@ -1,0 +1,244 @@
+"""Writing knowledge notes: one per cluster of episodic notes, versioned on re-runs.
+
+Invariants: a knowledge note is `kind='knowledge'`, active and current, linked to each
+source note by a `consolidates` link (weight: the source's cosine to the centroid) and
+cites the sources' episodes in note_sources with relation 'consolidated'; its audience
+is never wider than any source's (the caller clusters within one access class, see
+service.access_class); a re-run writes version+1 of the same lineage (the old version
+closed bi-temporally and unindexed, a `supersedes` link) instead of a second note; the
+source notes are never changed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+from sqlalchemy import func, insert, literal, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.orm import Session
+
+from memory.activation.model import initial_half_life, record_access
+from memory.config import Settings
+from memory.consolidation.pipeline import Summary, unit_rows
+from memory.links.models import Link
+from memory.notes.lexicon import apply_terms, index_note_terms, note_terms, unindex_note_terms
+from memory.notes.models import Note, NoteSource
+from memory.types import Timestamp, Uuid
+
+# Author of a knowledge note drawn from several agents' notes: no real agent, so the
+# "own notes" visibility rule never widens who can read it.
+CONSOLIDATION_AGENT = "muma:consolidation"
+
+
+@dataclass(frozen=True)
+class SourceNote:
+    id: uuid.UUID
+    lineage_id: uuid.UUID
+    agent_id: str
+    visibility: str
+    domain: str
+    content: str
+    tags: list[str]
+    importance: float
+    occurred_at: datetime
+    embedding_model: str | None
+
+
+@dataclass(frozen=True)
+class Cluster:
+    sources: list[SourceNote]
+    vectors: np.ndarray  # unit rows, aligned with sources
+
+    @property
+    def source_ids(self) -> frozenset[uuid.UUID]:
+        return frozenset(s.id for s in self.sources)
+
+    @property
+    def lineages(self) -> frozenset[uuid.UUID]:
+        return frozenset(s.lineage_id for s in self.sources)
+
+
+def _author(sources: Sequence[SourceNote]) -> str:
+    agents = {s.agent_id for s in sources}
+    return agents.pop() if len(agents) == 1 else CONSOLIDATION_AGENT
+
+
+def _common(values: Sequence[str]) -> str:
+    counts: dict[str, int] = {}
+    for value in values:
+        counts[value] = counts.get(value, 0) + 1
+    return max(sorted(counts), key=lambda v: counts[v])
+
+
+def _tags(sources: Sequence[SourceNote]) -> list[str]:
+    counts: dict[str, int] = {}
+    for source in sources:
+        for tag in dict.fromkeys(source.tags or []):
+            counts[tag] = counts.get(tag, 0) + 1
+    shared = [t for t, n in counts.items() if n >= 2]
+    return ["consolidated", *sorted(shared, key=lambda t: (-counts[t], t))[:5]]
+
+
+def build_note(cluster: Cluster, summary: Summary, *, now: datetime, settings: Settings) -> Note:
+    """A new, active, indexed-ready knowledge note for `cluster` (not yet added)."""
+    sources = cluster.sources
+    centroid = unit_rows(cluster.vectors.mean(axis=0, keepdims=True))[0]
+    note_id = uuid.uuid4()
+    cohesion = float(np.mean(cluster.vectors @ centroid))
+    note = Note(
+        id=note_id,
+        lineage_id=note_id,
+        version=1,
+        tenant_id="",
+        user_id="",
+        agent_id=_author(sources),
+        session_id=None,
+        speaker=None,
+        content=summary.content,
+        summary=summary.content,
+        context=summary.context,
+        keywords=list(summary.keywords),
+        tags=_tags(sources),
+        kind="knowledge",
+        domain=_common([s.domain for s in sources]),
+        visibility=sources[0].visibility,
+        pinned=False,
+        status="active",
+        importance=min(1.0, max(s.importance for s in sources) + 0.1),
+        metadata_={
+            "consolidation": {
+                "sources": len(sources),
+                "method": summary.method,
+                "cohesion": round(cohesion, 4),
+            }
+        },
+        occurred_at=max(s.occurred_at for s in sources),
+        created_at=now,
+        updated_at=now,
+        valid_from=now,
+        access_times=[now],
+        access_count=1,
+        first_access_at=now,
+        last_access_at=now,
+        half_life_hours=initial_half_life("knowledge", settings.activation),
+        index_text=f"{summary.content} {' '.join(summary.keywords)}",
+        window_text=summary.content,
+        embed_text=summary.content,
+        embedding=centroid,
+        window_embedding=centroid,
+        embedding_model=sources[0].embedding_model,
+    )
+    apply_terms(note, note_terms(note))
+    return note
+
+
+def add_knowledge(
+    session: Session, note: Note, cluster: Cluster, *, tenant_id: str, user_id: str
+) -> Note:
+    """Store `note` for `cluster`: links, provenance and BM25 statistics."""
+    note.tenant_id, note.user_id = tenant_id, user_id
+    session.add(note)
+    session.flush()
+    centroid = note.embedding
+    weights = cluster.vectors @ np.asarray(centroid, dtype=np.float32)
+    session.execute(
+        insert(Link),
+        [
+            {
+                "id": uuid.uuid4(),
+                "tenant_id": tenant_id,
+                "user_id": user_id,
+                "source_id": note.id,
+                "target_id": source.id,
+                "kind": "consolidates",
+                "weight": round(float(weight), 4),
+                "created_by": "pipeline",
+            }
+            for source, weight in zip(cluster.sources, weights, strict=True)
+        ],
+    )
+    episodes = (
+        select(
+            literal(note.id, Uuid),
+            NoteSource.episode_id,
+            literal("consolidated"),
+            literal(note.created_at, Timestamp),
+        )
+        .where(NoteSource.note_id.in_([s.id for s in cluster.sources]))
+        .distinct()
+    )
+    session.execute(
+        pg_insert(NoteSource)
+        .from_select(["note_id", "episode_id", "relation", "created_at"], episodes)
+        .on_conflict_do_nothing()
+    )
+    index_note_terms(session=session, notes=[note])
+    return note
+
+
+def replace_knowledge(
+    session: Session, old: Note, note: Note, cluster: Cluster, *, now: datetime
+) -> Note:
+    """Write `note` as version+1 of `old` (closed, unindexed, superseded) for `cluster`."""
+    note.lineage_id, note.version = old.lineage_id, old.version + 1
+    # The lineage keeps the use it earned: history and half-life carry over.
+    times, count, first = record_access(
+        list(old.access_times or []), old.access_count, old.first_access_at, now
+    )
+    note.access_times, note.access_count, note.first_access_at = times, count, first
+    note.half_life_hours = max(old.half_life_hours, note.half_life_hours)
+    note.pinned = old.pinned
+    unindex_note_terms(session=session, notes=[old])
+    add_knowledge(session, note, cluster, tenant_id=old.tenant_id, user_id=old.user_id)
+    old.valid_to, old.superseded_by = now, note.id
+    session.add(
+        Link(
+            tenant_id=old.tenant_id,
+            user_id=old.user_id,
+            source_id=note.id,
+            target_id=old.id,
+            kind="supersedes",
+            weight=1.0,
+            created_by="pipeline",
+        )
+    )
+    session.flush()
+    return note
+
+
+def knowledge_sources(
+    session: Session, *, tenant_id: str, user_id: str
+) -> dict[uuid.UUID, tuple[Note, frozenset[uuid.UUID], frozenset[uuid.UUID]]]:
+    """Active, current knowledge notes → (note, source note ids, source lineage ids)."""
+    notes = {
+        n.id: n
+        for n in session.scalars(
+            select(Note).where(
+                Note.tenant_id == tenant_id,
+                Note.user_id == user_id,
+                Note.kind == "knowledge",
+                Note.status == "active",
+                Note.valid_to.is_(None),
+            )
+        )
+    }
+    if not notes:
+        return {}
+    rows = session.execute(
+        select(
+            Link.source_id,
+            func.array_agg(Note.id),
+            func.array_agg(Note.lineage_id),
+        )
+        .join(Note, Note.id == Link.target_id)
+        .where(Link.source_id.in_(list(notes)), Link.kind == "consolidates")
+        .group_by(Link.source_id)
+    ).all()
+    return {
+        source_id: (notes[source_id], frozenset(ids), frozenset(lineages))
+        for source_id, ids, lineages in rows
+    }

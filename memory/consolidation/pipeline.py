@@ -1,0 +1,155 @@
+"""Consolidation stages as pure functions: partition, cluster, summarise.
+
+- `partition` splits unit vectors into groups of about `size` with k-means (recursively
+  for oversized groups), so the quadratic steps (HDBSCAN on a precomputed cosine
+  matrix, the conflict scan) stay bounded at any store size. Near neighbours nearly
+  always share a partition; a topic split across two partitions yields two clusters.
+- `cluster_labels` is HDBSCAN over cosine distance; -1 is noise. Deterministic for the
+  same input order (callers order by note id), so an unchanged store clusters the same.
+- `extractive_summary`: the notes closest to the cluster centroid (the most central
+  sentences) and the keywords shared by at least two notes; `llm_summary` asks an
+  OpenAI-compatible model for the same fields and raises on invalid output.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import hdbscan
+import numpy as np
+from sklearn.cluster import MiniBatchKMeans
+
+from memory.clients.llm import LlmClient
+from memory.retrieval.text import content_tokens, split_sentences
+
+CENTRAL_NOTES = 3
+SHARED_KEYWORDS = 6
+MAX_SENTENCE_CHARS = 300
+MAX_LLM_NOTES = 40
+
+
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    matrix = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms == 0, 1.0, norms)
+
+
+def partition(vectors: np.ndarray, size: int, *, seed: int = 0) -> list[np.ndarray]:
+    """Index arrays covering every row once, each of at most ~2·size rows."""
+    n = len(vectors)
+    if n <= size:
+        return [np.arange(n)]
+    k = math.ceil(n / size)
+    labels = MiniBatchKMeans(
+        n_clusters=k, random_state=seed, batch_size=4096, n_init=1, max_iter=50
+    ).fit_predict(vectors)
+    groups = [np.flatnonzero(labels == i) for i in range(k)]
+    groups = [g for g in groups if len(g)]
+    if len(groups) == 1:  # degenerate data (identical vectors): fall back to plain chunks
+        return [np.arange(i, min(i + size, n)) for i in range(0, n, size)]
+    out: list[np.ndarray] = []
+    for group in groups:
+        if len(group) > 2 * size:
+            out.extend(group[sub] for sub in partition(vectors[group], size, seed=seed + 1))
+        else:
+            out.append(group)
+    return out
+
+
+def cluster_labels(vectors: np.ndarray, *, min_cluster_size: int) -> np.ndarray:
+    """HDBSCAN labels over cosine distance of unit `vectors` (-1: noise)."""
+    n = len(vectors)
+    if n < min_cluster_size or n < 2:
+        return np.full(n, -1, dtype=int)
+    distance = np.clip(1.0 - vectors.astype(np.float64) @ vectors.T.astype(np.float64), 0, 2)
+    np.fill_diagonal(distance, 0.0)
+    clusterer = hdbscan.HDBSCAN(
+        metric="precomputed",
+        min_cluster_size=min_cluster_size,
+        min_samples=1,
+        cluster_selection_method="leaf",
+    )
+    return np.asarray(clusterer.fit_predict(distance), dtype=int)
+
+
+def clusters_of(labels: np.ndarray) -> list[np.ndarray]:
+    return [np.flatnonzero(labels == label) for label in sorted(set(labels.tolist())) if label >= 0]
+
+
+@dataclass(frozen=True)
+class Summary:
+    content: str
+    context: str
+    keywords: list[str]
+    method: str  # "extractive" | "llm"
+
+
+def centrality(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(unit centroid, each row's cosine to it)."""
+    centroid = unit_rows(vectors.mean(axis=0, keepdims=True))[0]
+    return centroid, vectors @ centroid
+
+
+def shared_keywords(texts: Sequence[str], limit: int = SHARED_KEYWORDS) -> list[str]:
+    """Content words found in at least two texts, most widespread first."""
+    counts: Counter[str] = Counter()
+    for text in texts:
+        counts.update({t for t in content_tokens(text) if len(t) > 2 and not t.isdigit()})
+    common = [(word, n) for word, n in counts.items() if n >= 2]
+    common.sort(key=lambda item: (-item[1], item[0]))
+    return [word for word, _ in common[:limit]]
+
+
+def _lead_sentence(text: str) -> str:
+    sentences = split_sentences(text) or [text]
+    sentence = sentences[0].strip()
+    return sentence if len(sentence) <= MAX_SENTENCE_CHARS else sentence[:MAX_SENTENCE_CHARS] + "…"
+
+
+def extractive_summary(texts: Sequence[str], vectors: np.ndarray) -> Summary:
+    """The most central notes' lead sentences, and the cluster's shared keywords."""
+    _, scores = centrality(vectors)
+    chosen: list[str] = []
+    for index in np.argsort(-scores, kind="stable"):
+        sentence = _lead_sentence(texts[int(index)])
+        if sentence.casefold() not in {c.casefold() for c in chosen}:
+            chosen.append(sentence)
+        if len(chosen) == CENTRAL_NOTES:
+            break
+    keywords = shared_keywords(texts)
+    topic = ", ".join(keywords[:3]) if keywords else "recurring topic"
+    context = f"Consolidated from {len(texts)} memories about {topic}"
+    return Summary(" ".join(chosen), context, keywords, "extractive")
+
+
+SUMMARY_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "summary": {"type": "string", "minLength": 1},
+        "keywords": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["summary", "keywords"],
+}
+SUMMARY_PROMPT = (
+    "You consolidate a person's episodic memories into one durable piece of knowledge. "
+    "Write a short factual summary (at most three sentences) of what the memories say "
+    "together, keeping names, numbers and dates, adding nothing they do not say. Also "
+    "give up to six keywords."
+)
+
+
+def llm_summary(llm: LlmClient, texts: Sequence[str], vectors: np.ndarray) -> Summary:
+    """The model's summary of the cluster's most central notes (LlmOutputError if invalid)."""
+    _, scores = centrality(vectors)
+    order = np.argsort(-scores, kind="stable")[:MAX_LLM_NOTES]
+    listing = "\n".join(f"- {texts[int(i)]}" for i in order)
+    answer = llm.complete_json(
+        SUMMARY_PROMPT, f"Memories:\n{listing}", SUMMARY_SCHEMA, name="consolidate"
+    )
+    keywords = [str(k).strip() for k in answer["keywords"] if str(k).strip()][:SHARED_KEYWORDS]
+    topic = ", ".join(keywords[:3]) if keywords else "recurring topic"
+    context = f"Consolidated from {len(texts)} memories about {topic}"
+    return Summary(str(answer["summary"]).strip(), context, keywords, "llm")

@@ -1,0 +1,60 @@
+"""Re-embedding notes after the embedding model changed, in resumable batches.
+
+Invariants: a note is stale when its embedding_model differs from the embedder's
+model_id (or it has none) and it is not pending (the pipeline embeds those); each batch
+is claimed FOR UPDATE SKIP LOCKED and written with the new model id, so a batch committed
+is never redone and an interrupted run resumes where it stopped; vectors of another
+dimension than the column's are refused before anything is written.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import ColumnElement, and_, func, select
+from sqlalchemy.orm import Session
+
+from memory.clients.embedder import Embedder
+from memory.errors import ConfigError
+from memory.notes.models import Note
+from memory.types import EMBEDDING_DIMENSION
+
+
+def _stale(model_id: str, tenant_id: str | None) -> ColumnElement[bool]:
+    clause = and_(Note.status != "pending", Note.embedding_model.is_distinct_from(model_id))
+    return and_(clause, Note.tenant_id == tenant_id) if tenant_id else clause
+
+
+def count_stale(*, session: Session, model_id: str, tenant_id: str | None = None) -> int:
+    query = select(func.count()).select_from(Note).where(_stale(model_id, tenant_id))
+    return int(session.scalar(query) or 0)
+
+
+def reembed_batch(
+    *, session: Session, embedder: Embedder, limit: int, tenant_id: str | None = None
+) -> int:
+    """Re-embed up to `limit` stale notes (own text and window); return how many."""
+    if embedder.dimension != EMBEDDING_DIMENSION:
+        raise ConfigError(
+            f"embedder {embedder.model_id} makes {embedder.dimension}-d vectors; the store "
+            f"holds {EMBEDDING_DIMENSION}-d ones",
+            key="embedding.dimension",
+        )
+    notes = list(
+        session.scalars(
+            select(Note)
+            .where(_stale(embedder.model_id, tenant_id))
+            .order_by(Note.id)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+    )
+    if not notes:
+        return 0
+    own = [n.embed_text or n.content for n in notes]
+    window = [n.window_text or n.embed_text or n.content for n in notes]
+    vectors = embedder.embed(own + window)
+    for i, note in enumerate(notes):
+        note.embedding = vectors[i]
+        note.window_embedding = vectors[len(notes) + i]
+        note.embedding_model = embedder.model_id
+    session.flush()
+    return len(notes)

@@ -1,0 +1,278 @@
+"""The synchronous read path: candidate routes → fusion → ACT-R activation → MMR → top k.
+
+Invariants: only notes the viewer may see are ever loaded (every route applies the access
+rules in SQL); the request path does no write-time work (terms, tsvectors and embeddings
+were computed by the pipeline) and writes nothing (access recording is the caller's
+follow-up task); with noise disabled the ranking is deterministic.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.orm import Session, defer
+
+from memory.access.policy import Viewer
+from memory.activation.model import ActivationBreakdown, make_noise_rng, score_activation
+from memory.config import Settings
+from memory.notes.models import Note
+from memory.retrieval import routes as r
+from memory.retrieval.fusion import fuse, to_relevance
+from memory.retrieval.mmr import mmr
+from memory.retrieval.text import analyse, verbatim_tokens
+from memory.types import utcnow
+
+ROUTE_LIMIT = 100
+LINK_SEEDS = 10
+LINK_FACTOR = 0.5
+SPEAKER_BOOST = 0.2
+VERBATIM_BOOST = 0.5
+MMR_LAMBDA = 0.7
+ALL_ROUTES = ("dense", "dense_window", "bm25", "bm25_window", "verbatim", "neighbours", "links")
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """Which parts of the read path run (the benchmark's ablation switches them off)."""
+
+    routes: tuple[str, ...] = ALL_ROUTES
+    speaker_prior: bool = True
+    activation: bool = True
+    mmr: bool = True
+    fusion: str = "zscore"
+    # Share of the best adjacent turn's relevance added to a note's (context in the score).
+    neighbour_weight: float = 0.3
+
+
+@dataclass
+class SearchHit:
+    note: Note
+    score: float
+    relevance: float
+    activation: ActivationBreakdown | None
+    routes: dict[str, int] = field(default_factory=dict)
+    link_spread: float = 0.0
+    speaker_boost: float = 0.0
+
+    def explanation(self) -> dict[str, Any]:
+        a = self.activation
+        return {
+            "routes": self.routes,
+            "relevance": round(self.relevance, 4),
+            "base_level": _finite(a.base_level) if a else None,
+            "spreading": round(a.spreading, 4) if a else None,
+            "noise": round(a.noise, 4) if a else 0.0,
+            "retention": round(a.retention, 4) if a else None,
+            "threshold_passed": a.threshold_passed if a else True,
+            "link_spread": round(self.link_spread, 4),
+            "speaker_boost": self.speaker_boost,
+        }
+
+
+def _finite(value: float) -> float | None:
+    return round(value, 4) if np.isfinite(value) else None
+
+
+def _ranks(scores: dict[uuid.UUID, float]) -> dict[uuid.UUID, int]:
+    return {
+        note_id: rank
+        for rank, (note_id, _) in enumerate(sorted(scores.items(), key=lambda kv: -kv[1]), start=1)
+    }
+
+
+def run_routes(
+    session: Session,
+    viewer: Viewer,
+    query: str,
+    vector: np.ndarray | None,
+    filters: r.SearchFilters,
+    options: SearchOptions,
+) -> dict[str, dict[uuid.UUID, float]]:
+    where = r.base_conditions(viewer, filters)
+    found: dict[str, dict[uuid.UUID, float]] = {}
+    if vector is not None and "dense" in options.routes:
+        found["dense"] = r.dense_route(session, where, vector, limit=ROUTE_LIMIT, window=False)
+    if vector is not None and "dense_window" in options.routes:
+        found["dense_window"] = r.dense_route(
+            session, where, vector, limit=ROUTE_LIMIT, window=True
+        )
+    if {"bm25", "bm25_window"} & set(options.routes):
+        terms = r.load_query_terms(session, viewer, analyse(query))
+        if "bm25" in options.routes:
+            found["bm25"] = r.bm25_route(session, where, terms, limit=ROUTE_LIMIT, window=False)
+        if "bm25_window" in options.routes:
+            found["bm25_window"] = r.bm25_route(
+                session, where, terms, limit=ROUTE_LIMIT, window=True
+            )
+    if "verbatim" in options.routes:
+        found["verbatim"] = r.verbatim_route(
+            session, where, verbatim_tokens(query), limit=ROUTE_LIMIT
+        )
+    return found
+
+
+def _load_notes(session: Session, note_ids: list[uuid.UUID]) -> dict[uuid.UUID, Note]:
+    if not note_ids:
+        return {}
+    # Index columns are for SQL only; loading them for every candidate would cost more than
+    # the scoring itself.
+    heavy = (
+        Note.window_embedding,
+        Note.index_terms,
+        Note.window_terms,
+        Note.index_text,
+        Note.window_text,
+        Note.embed_text,
+    )
+    query = select(Note).where(Note.id.in_(note_ids)).options(*(defer(c) for c in heavy))
+    return {n.id: n for n in session.scalars(query)}
+
+
+def _mentioned_speaker(query: str, speakers: set[str]) -> str | None:
+    """The one participant a question names, if it names exactly one."""
+    named = {s for s in speakers if s and re.search(rf"\b{re.escape(s)}\b", query, re.IGNORECASE)}
+    return next(iter(named)) if len(named) == 1 else None
+
+
+def search_notes(
+    *,
+    session: Session,
+    viewer: Viewer,
+    query: str,
+    vector: np.ndarray | None,
+    top_k: int,
+    settings: Settings,
+    filters: r.SearchFilters | None = None,
+    options: SearchOptions | None = None,
+    now: datetime | None = None,
+) -> list[SearchHit]:
+    """The top_k notes for `query` that the viewer may see, best first, with explanations."""
+    filters, options, now = (
+        filters or r.SearchFilters(),
+        options or SearchOptions(),
+        now or utcnow(),
+    )
+    found = run_routes(session, viewer, query, vector, filters, options)
+    lexical_routes = {k: v for k, v in found.items() if k != "verbatim"}
+    fused = fuse(lexical_routes, method=options.fusion) if lexical_routes else {}  # type: ignore[arg-type]
+    for note_id, matched in found.get("verbatim", {}).items():
+        fused[note_id] = (
+            fused.get(note_id, min(fused.values(), default=0.0)) + VERBATIM_BOOST * matched
+        )
+    relevance = to_relevance(fused) if fused else {}
+    if "neighbours" in options.routes and relevance:
+        relevance = _smooth_by_neighbours(
+            session, viewer, filters, relevance, options.neighbour_weight
+        )
+    links: dict[uuid.UUID, tuple[float, uuid.UUID]] = {}
+    if "links" in options.routes and relevance:
+        seeds = dict(sorted(relevance.items(), key=lambda kv: -kv[1])[:LINK_SEEDS])
+        links = r.linked_route(
+            session, r.base_conditions(viewer, filters), seeds, limit=ROUTE_LIMIT
+        )
+        for note_id in links:
+            relevance.setdefault(note_id, 0.0)
+    notes = _load_notes(session, list(relevance))
+    hits = _score(notes, relevance, found, links, query, now, settings, options)
+    return _select(hits, top_k, options)
+
+
+def _smooth_by_neighbours(
+    session: Session,
+    viewer: Viewer,
+    filters: r.SearchFilters,
+    relevance: dict[uuid.UUID, float],
+    weight: float,
+) -> dict[uuid.UUID, float]:
+    """rel'(d) = rel(d) + weight · max rel(adjacent turn of d), renormalised to [0, 1].
+
+    An answer often sits in the turn after the one that matches the question's words;
+    adding the neighbour's evidence to the note's own score beats returning neighbours
+    as extra results (retrieval-notes.md).
+    """
+    adjacent = r.adjacent_turns(session, viewer, filters, list(relevance))
+    smoothed = {
+        note_id: rel
+        + weight * max((relevance.get(n, 0.0) for n in adjacent.get(note_id, [])), default=0.0)
+        for note_id, rel in relevance.items()
+    }
+    return to_relevance(smoothed)
+
+
+def _score(
+    notes: dict[uuid.UUID, Note],
+    relevance: dict[uuid.UUID, float],
+    found: dict[str, dict[uuid.UUID, float]],
+    links: dict[uuid.UUID, tuple[float, uuid.UUID]],
+    query: str,
+    now: datetime,
+    settings: Settings,
+    options: SearchOptions,
+) -> list[SearchHit]:
+    ranks = {name: _ranks(scores) for name, scores in found.items()}
+    speaker = (
+        _mentioned_speaker(query, {n.speaker for n in notes.values() if n.speaker})
+        if options.speaker_prior
+        else None
+    )
+    rng = (
+        make_noise_rng(settings.activation.noise_seed)
+        if settings.activation.noise_enabled
+        else None
+    )
+    hits = []
+    for note_id, note in notes.items():
+        boost = SPEAKER_BOOST if speaker is not None and note.speaker == speaker else 0.0
+        rel = min(1.0, relevance.get(note_id, 0.0) + boost)
+        spread = LINK_FACTOR * links[note_id][0] if note_id in links else 0.0
+        breakdown = None
+        score = rel + spread
+        if options.activation:
+            breakdown = score_activation(
+                access_times=list(note.access_times or []),
+                now=now,
+                relevance=rel,
+                half_life_hours=note.half_life_hours,
+                settings=settings.activation,
+                rng=rng,
+                total_count=note.access_count,
+                first_access=note.first_access_at,
+                link_spread=spread * settings.activation.context_weight,
+            )
+            if not breakdown.threshold_passed:
+                continue
+            score = breakdown.total
+        route_ranks = {name: rk[note_id] for name, rk in ranks.items() if note_id in rk}
+        if note_id in links:
+            route_ranks["links"] = 1
+        hits.append(SearchHit(note, score, rel, breakdown, route_ranks, spread, boost))
+    hits.sort(key=lambda h: (-h.score, str(h.note.id)))
+    return hits
+
+
+def _select(hits: list[SearchHit], top_k: int, options: SearchOptions) -> list[SearchHit]:
+    if not options.mmr or len(hits) <= top_k:
+        return hits[:top_k]
+    pool = hits[: max(top_k * 3, 30)]
+    top = max(h.score for h in pool)
+    bottom = min(h.score for h in pool)
+    span = (top - bottom) or 1.0
+    by_id = {h.note.id: h for h in pool}
+    order = mmr(
+        [h.note.id for h in pool],
+        {h.note.id: (h.score - bottom) / span for h in pool},
+        {
+            h.note.id: np.asarray(h.note.embedding, dtype=np.float32)
+            for h in pool
+            if h.note.embedding is not None
+        },
+        lam=MMR_LAMBDA,
+        k=top_k,
+    )
+    return [by_id[i] for i in order]

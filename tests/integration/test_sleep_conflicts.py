@@ -1,0 +1,198 @@
+"""Conflict detection on seeded contradictions and paraphrases; listing and resolution."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select
+
+from memory.cli.main import cli
+from memory.clients.embedder import get_embedder
+from memory.clients.llm import LlmClient
+from memory.config import Settings, load_settings
+from memory.conflicts.models import Conflict
+from memory.conflicts.service import ConflictReport, detect_conflicts
+from memory.db import session_scope
+from memory.links.models import Link
+from memory.notes.models import Note
+from tests.integration.sleep_notes import active_current_count, add_notes, indexed_count
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.helpers import bearer
+from tests.unit.sleep.topics import PAIRS
+
+pytestmark = pytest.mark.integration
+
+T0 = datetime(2025, 5, 1, tzinfo=UTC)
+
+
+def seed_pairs(
+    tenant_id: str, user_id: str, settings: Settings, pairs: list[tuple[str, str, bool]],
+    **extra: Any,
+) -> list[tuple[uuid.UUID, uuid.UUID, bool]]:  # fmt: skip
+    """Each pair's first note by agent-a, its second by agent-b (cross-agent)."""
+    texts = [t for a, b, _ in pairs for t in (a, b)]
+    vectors = get_embedder().embed(texts)
+    specs = [
+        {"content": t, "created_at": T0, "embedding": v,
+         "agent_id": "agent-a" if i % 2 == 0 else "agent-b", **extra}
+        for i, (t, v) in enumerate(zip(texts, vectors, strict=True))
+    ]  # fmt: skip
+    ids = add_notes(tenant_id, user_id, settings, specs)
+    return [(ids[2 * i], ids[2 * i + 1], c) for i, (_, _, c) in enumerate(pairs)]
+
+
+def detect(tenant_id: str, user_id: str, settings: Settings, **kw: Any) -> ConflictReport:
+    with session_scope() as session:
+        return detect_conflicts(session=session, tenant_id=tenant_id, user_id=user_id,
+                                now=T0 + timedelta(days=1), settings=settings, **kw)  # fmt: skip
+
+
+def precision_recall(
+    report: ConflictReport, seeded: list[tuple[uuid.UUID, uuid.UUID, bool]]
+) -> tuple[float, float]:
+    truth = {frozenset((a, b)) for a, b, c in seeded if c}
+    found = {frozenset((c.a.id, c.b.id)) for c, v in report.found
+             if v.classification == "contradictory"}  # fmt: skip
+    hits = len(found & truth)
+    return hits / max(len(found), 1), hits / len(truth)
+
+
+@pytest.mark.parametrize(
+    ("band", "minimum"),
+    [({}, (0.9, 0.7)), ({"conflict_max_similarity": 0.99}, (0.9, 0.9))],
+    ids=["default-band", "band-to-0.99"],
+)
+def test_precision_and_recall_on_seeded_contradictions_and_paraphrases(
+    database_url: str, tenant_id: str, user_id: str, band: dict[str, float],
+    minimum: tuple[float, float],
+) -> None:  # fmt: skip
+    settings = load_settings(sleep=band)
+    seeded = seed_pairs(tenant_id, user_id, settings, PAIRS)
+    report = detect(tenant_id, user_id, settings)
+    precision, recall = precision_recall(report, seeded)
+    print(f"\nconflicts {band or 'default band'}: precision {precision:.3f} recall {recall:.3f} "
+          f"({report.counts()})")  # fmt: skip
+    assert precision >= minimum[0] and recall >= minimum[1]
+    assert all(c.a.agent_id != c.b.agent_id for c, _ in report.found)  # cross-agent first
+    again = detect(tenant_id, user_id, settings)
+    assert again.candidates == 0 and again.found == []  # one row per pair, ever
+
+
+def test_the_band_bounds_what_is_compared(database_url: str, tenant_id: str, user_id: str) -> None:
+    settings = load_settings(sleep={"conflict_min_similarity": 0.75})
+    pairs = [("Bob lives in Paris.", "Bob lives in Berlin.", True)]  # cosine ≈ 0.70
+    seed_pairs(tenant_id, user_id, settings, pairs)
+    assert detect(tenant_id, user_id, settings).candidates == 0
+    assert detect(tenant_id, user_id, load_settings()).counts()["contradictory"] == 1
+
+
+def test_llm_classifies_when_configured(database_url: str, tenant_id: str, user_id: str) -> None:
+    settings = load_settings()
+    seed_pairs(tenant_id, user_id, settings, [PAIRS[14]])  # sister in Porto: compatible
+    with FakeOpenAI() as server:
+        server.chat = lambda request: (
+            '{"classification": "contradictory", "reason": "cannot both be true"}'
+        )
+        llm = LlmClient(base_url=server.base_url, api_key="sk-test", model="m", timeout=5)
+        report = detect(tenant_id, user_id, settings, llm=llm)
+    [(_, verdict)] = report.found
+    assert verdict.classification == "contradictory" and verdict.method == "llm"
+
+
+@pytest.fixture()
+def conflict_ids(database_url: str, tenant_id: str, user_id: str) -> list[uuid.UUID]:
+    settings = load_settings()
+    seed_pairs(tenant_id, user_id, settings, [PAIRS[0], PAIRS[2], PAIRS[3]])
+    seed_pairs(tenant_id, user_id, settings, [PAIRS[1]], visibility="private")
+    detect(tenant_id, user_id, settings)
+    with session_scope() as session:
+        return list(session.scalars(select(Conflict.id).where(
+            Conflict.tenant_id == tenant_id, Conflict.status == "open")
+            .order_by(Conflict.similarity)))  # fmt: skip
+
+
+def test_listing_shows_only_conflicts_whose_notes_the_caller_may_see(
+    api_client: TestClient, tokens: dict[str, str], user_id: str, conflict_ids: list[uuid.UUID]
+) -> None:
+    assert len(conflict_ids) == 4
+    admin = api_client.get("/v1/conflicts", params={"user_id": user_id},
+                           headers=bearer(tokens["admin"]))  # fmt: skip
+    assert admin.status_code == 200, admin.text
+    items = admin.json()
+    assert len(items) == 4 and all(i["cross_agent"] and i["reason"] for i in items)
+    assert {i["classification"] for i in items} == {"contradictory"}
+    agent = api_client.get("/v1/conflicts", params={"user_id": user_id, "agent_id": "agent-c"},
+                           headers=bearer(tokens["agent"]))  # fmt: skip
+    assert agent.status_code == 200 and len(agent.json()) == 3  # the private pair is hidden
+    owner = api_client.get("/v1/conflicts", params={"user_id": user_id, "agent_id": "agent-a"},
+                           headers=bearer(tokens["agent"]))  # fmt: skip
+    assert len(owner.json()) == 3  # agent-a sees its private note, not agent-b's
+    other = api_client.get("/v1/conflicts", params={"user_id": f"{user_id}-other"},
+                           headers=bearer(tokens["admin"]))  # fmt: skip
+    assert other.json() == []
+
+
+def test_resolution_closes_the_losing_version_bi_temporally(
+    api_client: TestClient, tokens: dict[str, str], tenant_id: str, user_id: str,
+    conflict_ids: list[uuid.UUID],
+) -> None:  # fmt: skip
+    keep_a, keep_both, _, merge = conflict_ids  # Paris, colour (private), meat, children
+    url = "/v1/conflicts/{}/resolve"
+    body = {"user_id": user_id, "keep": "a"}
+    for role in ("viewer", "agent"):
+        denied = api_client.post(url.format(keep_a), json=body, headers=bearer(tokens[role]))
+        assert denied.status_code == 403
+    indexed_before = indexed_count(tenant_id, user_id)
+    done = api_client.post(url.format(keep_a), json=body, headers=bearer(tokens["operator"]))
+    assert done.status_code == 200, done.text
+    result = done.json()
+    assert result["status"] == "resolved" and result["resolution"]["keep"] == "a"
+    assert result["b"]["valid_to"] is not None and result["a"]["valid_to"] is None
+    with session_scope() as session:
+        loser = session.get(Note, uuid.UUID(result["b"]["id"]))
+        assert loser is not None and loser.superseded_by == uuid.UUID(result["a"]["id"])
+        assert session.scalar(select(func.count()).where(
+            Link.source_id == loser.superseded_by, Link.target_id == loser.id,
+            Link.kind == "supersedes")) == 1  # fmt: skip
+    assert indexed_count(tenant_id, user_id) == indexed_before - 1
+    again = api_client.post(url.format(keep_a), json=body, headers=bearer(tokens["operator"]))
+    assert again.status_code == 409
+
+    both = api_client.post(url.format(keep_both), json={"user_id": user_id, "keep": "both"},
+                           headers=bearer(tokens["admin"]))  # fmt: skip
+    assert both.status_code == 200 and both.json()["a"]["valid_to"] is None
+    assert both.json()["b"]["valid_to"] is None
+
+    merged = api_client.post(url.format(merge), headers=bearer(tokens["admin"]), json={
+        "user_id": user_id, "keep": "a", "merged_content": "Bob used to have two children."})  # fmt: skip
+    assert merged.status_code == 200, merged.text
+    new_id = uuid.UUID(merged.json()["resolution"]["merged_note_id"])
+    with session_scope() as session:
+        new = session.get(Note, new_id)
+        a = session.get(Note, uuid.UUID(merged.json()["a"]["id"]))
+        b = session.get(Note, uuid.UUID(merged.json()["b"]["id"]))
+        assert new is not None and a is not None and b is not None
+        assert new.content == "Bob used to have two children." and new.lineage_id == a.lineage_id
+        assert a.superseded_by == new.id and b.superseded_by == new.id
+    assert indexed_count(tenant_id, user_id) == active_current_count(tenant_id, user_id)
+
+
+def test_cli_lists_and_resolves(
+    tenant_id: str, user_id: str, conflict_ids: list[uuid.UUID]
+) -> None:
+    runner = CliRunner()
+    scope = ["--user", user_id, "--tenant", tenant_id]
+    listed = runner.invoke(cli, ["conflicts", "list", *scope, "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert len(listed.output.split('"id"')) - 1 == 4
+    done = runner.invoke(cli, ["conflicts", "resolve", str(conflict_ids[0]), *scope,
+                               "--keep", "b"])  # fmt: skip
+    assert done.exit_code == 0 and "kept b" in done.output
+    again = runner.invoke(cli, ["conflicts", "resolve", str(conflict_ids[0]), *scope,
+                                "--keep", "b"])  # fmt: skip
+    assert again.exit_code == 2 and "already resolved" in again.output
