@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test test-python test-plugin lint clean
+.PHONY: install run test test-python test-plugin browser lint clean
 
 install: $(STAMP)
 
@@ -19,8 +19,12 @@ run: install
 
 test: install test-python test-plugin
 
-test-python: install
+test-python: install browser
 	$(VENV)/bin/pytest
+
+# The dashboard's browser tests drive Debian's chromium (Playwright cannot download one here).
+browser:
+	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
 test-plugin:
 	@if [ -x plugin/scripts/test.sh ]; then plugin/scripts/test.sh; else echo "plugin: no tests yet"; fi

@@ -2,7 +2,8 @@
 
 Embedded stack (PostgreSQL + pgvector, Redis, uvicorn, Celery workers, beat), ONNX
 embedder, no LLM. Phases, in one run:
-1. raw embedding throughput of the pipeline's texts, in this process, workers idle;
+1. raw embedding throughput of the pipeline's texts, in this process, workers idle
+   (measured again after phase 3, so a change of machine load shows);
 2. fixed offered load: single-episode POSTs on an open-loop schedule at --rate/s; ack
    latency (from the scheduled send time) and capture-to-searchable (send until an active
    note cites the episode, seen by a 50 ms poller; the worker's processed_at also kept);
@@ -26,6 +27,7 @@ import httpx
 
 from benchmarks.common import RESULTS_DIR, BenchStack, machine_info, print_table, write_results
 from benchmarks.embed_raw import measure_raw, pipeline_texts, raw_settings
+from benchmarks.ingest_load import open_loop, post_batch
 from benchmarks.ingest_report import (
     cpu_delta,
     diagnostic_rows,
@@ -90,46 +92,6 @@ def raw_phase(turns: list[Turn], notes: int, threads: int | None) -> dict[str, A
 # ---------------------------------------------------------------------------- phase 2
 
 
-async def _send_one(
-    client: httpx.AsyncClient, body: dict[str, Any], due: float, poller: DonePoller
-) -> dict[str, Any]:
-    loop = asyncio.get_running_loop()
-    started, wall = loop.time(), time.time()
-    response = await client.post("/v1/episodes", json=body)
-    done = loop.time()
-    ids = response.json()["episode_ids"] if response.status_code == 202 else []
-    for episode_id in ids:
-        poller.watch(episode_id, wall)
-    return {
-        "ack": done - due,
-        "service": done - started,
-        "lag": started - due,
-        "status": response.status_code,
-        "ids": ids,
-    }
-
-
-async def open_loop(
-    stack: BenchStack, bodies: list[dict[str, Any]], rate: float, poller: DonePoller
-) -> tuple[list[dict[str, Any]], float]:
-    """POST each body at its scheduled time, never waiting for earlier answers."""
-    limits = httpx.Limits(max_connections=256, max_keepalive_connections=64)
-    headers = {"Authorization": f"Bearer {stack.token}"}
-    async with httpx.AsyncClient(
-        base_url=stack.api_url, headers=headers, limits=limits, timeout=60
-    ) as client:
-        loop = asyncio.get_running_loop()
-        start = loop.time() + 0.2
-        tasks = []
-        for i, body in enumerate(bodies):
-            due = start + i / rate
-            await asyncio.sleep(max(0.0, due - loop.time()))
-            tasks.append(asyncio.create_task(_send_one(client, body, due, poller)))
-        sent_span = loop.time() - start
-        results = await asyncio.gather(*tasks)
-    return list(results), len(bodies) / max(sent_span, 1e-9)
-
-
 def latency_phase(
     stack: BenchStack,
     poller: DonePoller,
@@ -141,7 +103,7 @@ def latency_phase(
     before = stack.cpu_seconds()
     started = time.time()
     profiles = profile_workers(stack.processes, profile, RESULTS_DIR, "api") if profile else []
-    acks, achieved = asyncio.run(open_loop(stack, bodies, rate, poller))
+    acks, achieved = asyncio.run(open_loop(stack.api_url, stack.token, bodies, rate, poller))
     api_profile = finish_profiles(profiles)
     drained = poller.wait_drained(drain_timeout)
     elapsed = time.time() - started
@@ -159,16 +121,6 @@ def latency_phase(
 
 
 # ---------------------------------------------------------------------------- phase 3
-
-
-def _post_batch(
-    client: httpx.Client, bodies: list[dict[str, Any]]
-) -> tuple[float, float, list[str]]:
-    wall = time.time()
-    started = time.perf_counter()
-    response = client.post("/v1/episodes", json={"episodes": bodies})
-    response.raise_for_status()
-    return wall, time.perf_counter() - started, response.json()["episode_ids"]
 
 
 def sustained_phase(
@@ -191,7 +143,7 @@ def sustained_phase(
         httpx.Client(base_url=stack.api_url, headers=headers, timeout=120) as client,
         ThreadPoolExecutor(max_workers=in_flight) as pool,
     ):
-        futures = [pool.submit(_post_batch, client, chunk) for chunk in batches]
+        futures = [pool.submit(post_batch, client, chunk) for chunk in batches]
         acks = []
         ids: list[str] = []
         for future in futures:
@@ -232,7 +184,7 @@ def warm_up(stack: BenchStack, poller: DonePoller, run_id: str, count: int = 24)
     bodies = [
         t.episode(run_id=f"{run_id}-warm") for t in load_turns(count, Path("/nonexistent"))[0]
     ]
-    asyncio.run(open_loop(stack, bodies, 20.0, poller))
+    asyncio.run(open_loop(stack.api_url, stack.token, bodies, 20.0, poller))
     if not poller.wait_drained(300):
         raise RuntimeError("warm-up episodes did not finish")
 
@@ -274,6 +226,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 args.drain_timeout,
                 args.profile,
             )
+            print("phase 1 again: raw embedding throughput (workers idle)", flush=True)
+            raw["after"] = raw_phase(turns, args.raw_notes, args.raw_threads)
         finally:
             poller.stop()
             sampler.stop()

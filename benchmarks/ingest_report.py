@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from typing import Any
 
 from benchmarks.common import Row, fmt, summarise
@@ -49,6 +50,8 @@ def summarise_run(
     acks = latency.pop("acks")
     lat_ids = latency.pop("ids")
     latency["errors"] = sum(1 for a in acks if a["status"] != 202)
+    latency["retried"] = sum(a["retries"] for a in acks)
+    latency["error_kinds"] = dict(Counter(str(a["status"]) for a in acks if a["status"] != 202))
     latency["ack_ms"] = summarise([a["ack"] * 1000 for a in acks if a["status"] == 202])
     latency["service_ms"] = summarise([a["service"] * 1000 for a in acks if a["status"] == 202])
     latency["send_lag_ms"] = summarise([a["lag"] * 1000 for a in acks])
@@ -56,7 +59,9 @@ def summarise_run(
     sus_ids = sustained.pop("ids")
     sustained["batch_ack_ms"] = summarise([s * 1000 for s in sustained.pop("batch_acks")])
     sustained["pipeline"] = _finished_summary(poller.finished(sus_ids), len(sus_ids))
-    sustained["ratio_to_raw"] = sustained["notes_per_second"] / raw["notes_per_second"]
+    after = raw.get("after", {}).get("notes_per_second", raw["notes_per_second"])
+    raw["notes_per_second_mean"] = (raw["notes_per_second"] + after) / 2
+    sustained["ratio_to_raw"] = sustained["notes_per_second"] / raw["notes_per_second_mean"]
     for phase in (latency, sustained):
         phase["backlog"] = sampler.between(phase["started"], phase["ended"])
         phase["backlog_peak"] = {
@@ -80,15 +85,21 @@ def result_rows(results: dict[str, Any]) -> list[Row]:
     raw, lat, sus = results["raw"], results["latency"], results["sustained"]
     rate = lat["offered_rate"]
     searchable = lat["pipeline"]["observed_seconds"]
-    floor = SUSTAINED_RATIO * raw["notes_per_second"]
+    floor = SUSTAINED_RATIO * raw["notes_per_second_mean"]
+    after = raw.get("after", raw)
     return [
         Row(
             "raw embedding (pipeline texts, 2/note)",
             f"{fmt(raw['texts_per_second'], 0)} texts/s = {fmt(raw['notes_per_second'])} notes/s",
         ),
         Row(
+            "raw embedding after phase 3; mean of both",
+            f"{fmt(after['notes_per_second'])}; {fmt(raw['notes_per_second_mean'])} notes/s",
+        ),
+        Row(
             f"offered / achieved load (single POSTs, n={lat['ack_ms']['n']})",
-            f"{fmt(rate)} / {fmt(lat['achieved_rate'])} ep/s",
+            f"{fmt(rate)} / {fmt(lat['achieved_rate'])} ep/s"
+            f" ({lat['errors']} errors, {lat['retried']} resent)",
         ),
         Row(
             "capture ack p50 / p95 / p99",
@@ -109,11 +120,11 @@ def result_rows(results: dict[str, Any]) -> list[Row]:
         Row(
             "sustained notes/s (first POST → drained)",
             f"{fmt(sus['notes_per_second'])} notes/s",
-            f"≥ {fmt(floor)} (0.4 x raw)",
+            f"≥ {fmt(floor)} (0.4 x mean raw)",
             sus["notes_per_second"] >= floor,
         ),
         Row(
-            "sustained / raw",
+            "sustained / mean raw",
             fmt(sus["ratio_to_raw"], 2),
             f"≥ {SUSTAINED_RATIO}",
             sus["ratio_to_raw"] >= SUSTAINED_RATIO,

@@ -35,6 +35,7 @@ from benchmarks.common import write_results
 from benchmarks.latency_data import TOPICS, build_phrase_space, make_profile, questions
 from benchmarks.latency_load import (
     build_indexes,
+    check_columns,
     drop_indexes,
     load_user,
     read_progress,
@@ -51,8 +52,9 @@ FILTERS = ("kinds", "domains", "since")
 
 
 def parse_args() -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--home", type=Path, default=Path(tempfile.gettempdir()) / "muma-latency")
     p.add_argument("--large", type=int, default=9, help="users with --large-size notes")
     p.add_argument("--large-size", type=int, default=100_000)
@@ -95,10 +97,12 @@ def ensure_data(stack: BenchStack, plan: dict[str, int], args: argparse.Namespac
     progress.setdefault("end", datetime.now(UTC).replace(microsecond=0).isoformat())
     end = datetime.fromisoformat(progress["end"])
     with psycopg.connect(stack.database_url) as conn:
-        conn.execute("INSERT INTO agents (tenant_id, agent_id, display_name, domains, "
-                     "can_see_private, created_at, updated_at) VALUES ('bench', 'main', "
-                     "'main', ARRAY['work','tech','personal','general'], false, now(), now()) "
-                     "ON CONFLICT DO NOTHING")
+        conn.execute(
+            "INSERT INTO agents (tenant_id, agent_id, display_name, domains, "
+            "can_see_private, created_at, updated_at) VALUES ('bench', 'main', "
+            "'main', ARRAY['work','tech','personal','general'], false, now(), now()) "
+            "ON CONFLICT DO NOTHING"
+        )
         conn.commit()
         if "indexes" not in progress:
             _load_missing(conn, plan, progress, end, stack.home)
@@ -108,13 +112,15 @@ def ensure_data(stack: BenchStack, plan: dict[str, int], args: argparse.Namespac
     return progress
 
 
-def _load_missing(conn: psycopg.Connection, plan: dict[str, int], progress: dict,
-                  end: datetime, home: Path) -> None:
+def _load_missing(
+    conn: psycopg.Connection, plan: dict[str, int], progress: dict, end: datetime, home: Path
+) -> None:
     from memory.clients.embedder import get_embedder
 
     missing = [u for u in plan if u not in progress["users"]]
     if not missing:
         return
+    check_columns()
     embedder = get_embedder()
     started = time.perf_counter()
     space = build_phrase_space(embedder.embed)
@@ -130,16 +136,19 @@ def _load_missing(conn: psycopg.Connection, plan: dict[str, int], progress: dict
         write_progress(home, progress)
         done += plan[user_id]
         rate = plan[user_id] / (t["generate_s"] + t["copy_s"])
-        log(f"{user_id}: {plan[user_id]:,} notes, generate {t['generate_s']:.0f}s, copy "
+        log(
+            f"{user_id}: {plan[user_id]:,} notes, generate {t['generate_s']:.0f}s, copy "
             f"{t['copy_s']:.0f}s ({rate:,.0f} notes/s); {done:,}/{total:,}, "
-            f"ETA {(total - done) / rate / 60:.0f} min")
+            f"ETA {(total - done) / rate / 60:.0f} min"
+        )
 
 
 # --------------------------------------------------------------------------- workload
 
 
-def build_requests(plan: dict[str, int], args: argparse.Namespace,
-                   end: datetime) -> tuple[list[Sample], list[Sample]]:
+def build_requests(
+    plan: dict[str, int], args: argparse.Namespace, end: datetime
+) -> tuple[list[Sample], list[Sample]]:
     """(warm-up, measured) requests; each text is used once, so no embedding cache hits."""
     warm: list[Sample] = []
     measured: list[Sample] = []
@@ -166,8 +175,9 @@ def build_requests(plan: dict[str, int], args: argparse.Namespace,
     return warm, measured
 
 
-def _filtered(label: str, profile: Any, ident: dict[str, str], count: int,
-              end: datetime) -> list[Sample]:
+def _filtered(
+    label: str, profile: Any, ident: dict[str, str], count: int, end: datetime
+) -> list[Sample]:
     top_topic = list(TOPICS)[int(profile.topic_weights.argmax())]
     extra = {
         "kinds": {"kinds": ["decision", "preference"]},
@@ -198,8 +208,9 @@ def run_http(stack: BenchStack, samples: list[Sample]) -> None:
             s.timed_out = bool(body.get("timed_out", False))
 
 
-def measure(stack: BenchStack, plan: dict[str, int], args: argparse.Namespace,
-            end: datetime) -> dict[str, Any]:
+def measure(
+    stack: BenchStack, plan: dict[str, int], args: argparse.Namespace, end: datetime
+) -> dict[str, Any]:
     from memory.clients.embedder import get_embedder
 
     warm, measured = build_requests(plan, args, end)
@@ -224,24 +235,39 @@ def measure(stack: BenchStack, plan: dict[str, int], args: argparse.Namespace,
         floors[label] = floor(stack.database_url, work)
     log("in-process profile and EXPLAIN")
     probes = _probe(plan, args)
-    return {"samples": measured, "embed_ms": embed_ms, "floor": floors, "probe": probes,
-            "sizes": db_facts(stack.database_url),
-            "load": {"before_http": load_before, "after_http": load_http,
-                     "end": os.getloadavg()}}
+    return {
+        "samples": measured,
+        "embed_ms": embed_ms,
+        "floor": floors,
+        "probe": probes,
+        "sizes": db_facts(stack.database_url),
+        "load": {"before_http": load_before, "after_http": load_http, "end": os.getloadavg()},
+    }
 
 
 def _probe(plan: dict[str, int], args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for size in sorted(set(plan.values())):
         users = [u for u, s in plan.items() if s == size][: args.measure_users]
-        work = [(u, q) for u in users for q in questions(
-            make_profile(u, size, args.seed), max(1, 60 // len(users)), prompts=False,
-            salt="probe")]
+        work = [
+            (u, q)
+            for u in users
+            for q in questions(
+                make_profile(u, size, args.seed),
+                max(1, 60 // len(users)),
+                prompts=False,
+                salt="probe",
+            )
+        ]
         pieces = profile_pieces(work)
-        plans = explain_search(users[0], questions(make_profile(users[0], size, args.seed), 1,
-                                                   prompts=False, salt="explain")[0])
-        variants = what_if(users[0], questions(make_profile(users[0], size, args.seed), 20,
-                                               prompts=False, salt="whatif"))
+        plans = explain_search(
+            users[0],
+            questions(make_profile(users[0], size, args.seed), 1, prompts=False, salt="explain")[0],
+        )
+        variants = what_if(
+            users[0],
+            questions(make_profile(users[0], size, args.seed), 20, prompts=False, salt="whatif"),
+        )
         out[_k(size)] = {"pieces": pieces, "explain": plans, "what_if": variants}
     return out
 

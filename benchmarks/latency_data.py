@@ -63,9 +63,20 @@ TOPICS: dict[str, tuple[str, str]] = {
     "ml": ("tech", "model training dataset embeddings gpu evaluation accuracy"),
     "climbing": ("health", "bouldering gym rope harness chalk route belay crag"),
 }
-TOPIC_KIND = {"meetings": "decision", "sales": "decision", "ml": "knowledge",
-              "database": "knowledge", "security": "knowledge", "food": "preference",
-              "music": "preference", "movies": "preference", "home": "stable", "kids": "stable"}
+TOPIC_KIND = {
+    "meetings": "decision",
+    "sales": "decision",
+    "ml": "knowledge",
+    "database": "knowledge",
+    "security": "knowledge",
+    "food": "preference",
+    "music": "preference",
+    "movies": "preference",
+    "home": "stable",
+    "kids": "stable",
+}
+
+
 def _split(words: str) -> list[str]:
     return words.split()
 
@@ -97,8 +108,12 @@ TEMPLATES: tuple[tuple[str, str], ...] = (
     ("episodic", "{who} asked {friend} whether the {w1} could wait until {day}."),
     ("ephemeral", "Reminder for {who}: bring the {w1} to {place} on {day}."),
 )
-TAILS = (" It felt {t1} and a bit {t2}.", " {who} also mentioned the {t1} and {t2} {t3}.",
-         " Later the {t1} came up again.", "")
+TAILS = (
+    " It felt {t1} and a bit {t2}.",
+    " {who} also mentioned the {t1} and {t2} {t3}.",
+    " Later the {t1} came up again.",
+    "",
+)
 QUESTIONS = (
     "What did {friend} say about the {w1}?",
     "When did {who} go to {place} for the {w1}?",
@@ -122,8 +137,9 @@ def tail_vocabulary() -> tuple[str, ...]:
     """Alphabetic whole words of the MiniLM vocabulary, roughly most frequent first."""
     with open(default_tokenizer_path()) as handle:
         vocab = json.load(handle)["model"]["vocab"]
-    return tuple(k for k in vocab
-                 if k.isascii() and k.isalpha() and len(k) >= 4 and k not in STOPWORDS)
+    return tuple(
+        k for k in vocab if k.isascii() and k.isalpha() and len(k) >= 4 and k not in STOPWORDS
+    )
 
 
 @dataclass
@@ -173,10 +189,18 @@ def _fill(rng: random.Random, profile: Profile, topic: str, pattern: str) -> tup
     w1, w2 = rng.sample(words, 2)
     tail = tail_vocabulary()
     slots = {
-        "who": profile.speaker, "friend": rng.choice(profile.friends),
-        "place": rng.choice(profile.places), "day": rng.choice(DAYS), "topic": topic,
-        "w1": w1, "w2": w2, "num": rng.randrange(2, 400), "id": rng.choice(profile.ids),
-        "t1": _zipf(rng, tail), "t2": _zipf(rng, tail), "t3": _zipf(rng, tail, 0.6),
+        "who": profile.speaker,
+        "friend": rng.choice(profile.friends),
+        "place": rng.choice(profile.places),
+        "day": rng.choice(DAYS),
+        "topic": topic,
+        "w1": w1,
+        "w2": w2,
+        "num": rng.randrange(2, 400),
+        "id": rng.choice(profile.ids),
+        "t1": _zipf(rng, tail),
+        "t2": _zipf(rng, tail),
+        "t3": _zipf(rng, tail, 0.6),
     }
     return pattern.format(**slots), slots
 
@@ -207,13 +231,20 @@ def user_drafts(profile: Profile, *, end: datetime, span_days: int = 730) -> lis
         kind = TOPIC_KIND.get(topic, kind) if kind == "episodic" and rng.random() < 0.3 else kind
         words = _words(topic)
         speaker = profile.speaker if rng.random() < 0.8 else "assistant"
-        drafts.append(Draft(
-            content=text, speaker=speaker, kind=kind, domain=TOPICS[topic][0],
-            topic=names.index(topic), words=(words.index(slots["w1"]), words.index(slots["w2"])),
-            friend=profile.friends.index(slots["friend"]), template=t_index,
-            occurred_at=start + step * index + timedelta(seconds=rng.randrange(60)),
-            session=session,
-        ))
+        drafts.append(
+            Draft(
+                content=text,
+                speaker=speaker,
+                kind=kind,
+                domain=TOPICS[topic][0],
+                topic=names.index(topic),
+                words=(words.index(slots["w1"]), words.index(slots["w2"])),
+                friend=profile.friends.index(slots["friend"]),
+                template=t_index,
+                occurred_at=start + step * index + timedelta(seconds=rng.randrange(60)),
+                session=session,
+            )
+        )
     return drafts
 
 
@@ -247,9 +278,20 @@ def build_phrase_space(embed: object) -> PhraseSpace:
     width = max(len(_words(t)) for t in names)
     texts = [f"{t}: {w}" for t in names for w in _words(t)]
     people = list(NAMES) + list(PLACES)
-    frames = [p.format(who="someone", friend="a friend", place="town", day="day", w1="thing",
-                       w2="other thing", num=3, id="ticket", topic="topic")
-              for _, p in TEMPLATES]
+    frames = [
+        p.format(
+            who="someone",
+            friend="a friend",
+            place="town",
+            day="day",
+            w1="thing",
+            w2="other thing",
+            num=3,
+            id="ticket",
+            topic="topic",
+        )
+        for _, p in TEMPLATES
+    ]
     vectors = embed(texts + people + frames)  # type: ignore[operator]
     words = np.zeros((len(names), width, vectors.shape[1]), dtype=np.float32)
     row = 0

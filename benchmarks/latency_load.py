@@ -45,8 +45,10 @@ archived_at timestamptz access_times timestamptz[] access_count int4
 first_access_at timestamptz last_access_at timestamptz half_life_hours float8
 index_text text window_text text embed_text text index_terms tsvector
 window_terms tsvector term_count int4 window_term_count int4 embedding vector
-window_embedding vector embedding_model text
+window_embedding vector embedding_model text turn_seq int8
 """
+# Model columns the loader leaves NULL on purpose (no summaries, no superseding links).
+LEFT_NULL = frozenset({"summary", "superseded_by"})
 
 
 def _pairs(spec: str) -> tuple[tuple[str, str], ...]:
@@ -55,8 +57,14 @@ def _pairs(spec: str) -> tuple[tuple[str, str], ...]:
 
 
 NOTE_COLUMNS = _pairs(_COLUMNS)
-HALF_LIFE = {"stable": 4.0, "preference": 3.0, "knowledge": 4.0, "decision": 2.0,
-             "episodic": 1.0, "ephemeral": 0.25}
+HALF_LIFE = {
+    "stable": 4.0,
+    "preference": 3.0,
+    "knowledge": 4.0,
+    "decision": 2.0,
+    "episodic": 1.0,
+    "ephemeral": 0.25,
+}
 
 
 class Encoded(bytes):
@@ -126,8 +134,11 @@ class UserRows:
 
     def _neighbours(self, i: int) -> list[int]:
         session = self.drafts[i].session
-        return [j for j in (i - 1, i + 1)
-                if 0 <= j < len(self.drafts) and self.drafts[j].session == session]
+        return [
+            j
+            for j in (i - 1, i + 1)
+            if 0 <= j < len(self.drafts) and self.drafts[j].session == session
+        ]
 
     def _state(self, d: Draft, now: datetime) -> dict[str, Any]:
         roll = self.rng.random()
@@ -139,18 +150,27 @@ class UserRows:
             visibility = "user-only"
         status = "archived" if self.rng.random() < 0.02 else "active"
         closed = d.occurred_at + timedelta(days=3) if self.rng.random() < 0.01 else None
-        accesses = sorted(d.occurred_at + timedelta(hours=self.rng.uniform(1, 2000))
-                          for _ in range(self.rng.choice((0, 0, 0, 0, 0, 1, 2, 4))))
+        accesses = sorted(
+            d.occurred_at + timedelta(hours=self.rng.uniform(1, 2000))
+            for _ in range(self.rng.choice((0, 0, 0, 0, 0, 1, 2, 4)))
+        )
         accesses = [a for a in accesses if a < now]
         expires = d.occurred_at + timedelta(days=7) if d.kind == "ephemeral" else None
-        return {"agent": agent, "visibility": visibility, "status": status, "closed": closed,
-                "accesses": accesses, "expires": expires}
+        return {
+            "agent": agent,
+            "visibility": visibility,
+            "status": status,
+            "closed": closed,
+            "accesses": accesses,
+            "expires": expires,
+        }
 
     def row(self, i: int, vec: Encoded, win: Encoded, now: datetime) -> tuple[Any, ...]:
         d = self.drafts[i]
         s = self._state(d, now)
-        dated, date_words = _date_words(d.occurred_at.replace(hour=0, minute=0, second=0,
-                                                              microsecond=0))
+        dated, date_words = _date_words(
+            d.occurred_at.replace(hour=0, minute=0, second=0, microsecond=0)
+        )
         near = self._neighbours(i)
         own_terms = self.terms[i] + date_words
         window_terms = self.terms[i] + [t for j in near for t in self.terms[j]] + date_words
@@ -163,18 +183,48 @@ class UserRows:
         last = s["accesses"][-1] if s["accesses"] else d.occurred_at
         words = self.lines[i].split()
         return (
-            self.ids[i], self.ids[i], 1, TENANT, self.profile.user_id, s["agent"],
-            f"{self.profile.user_id}-s{d.session}", d.speaker, d.content,
-            self.lines[i][:160], [w.strip(".,?'s") for w in words[1:4]], [d.domain],
-            d.kind, d.domain, s["visibility"], False, s["status"], 0.5, {},
-            d.occurred_at, d.occurred_at, d.occurred_at, d.occurred_at, s["closed"],
-            s["expires"], d.occurred_at if s["status"] == "archived" else None,
-            s["accesses"], 1 + len(s["accesses"]), d.occurred_at, last,
-            168.0 * HALF_LIFE[d.kind], f"{self.lines[i]} {dated}",
+            self.ids[i],
+            self.ids[i],
+            1,
+            TENANT,
+            self.profile.user_id,
+            s["agent"],
+            f"{self.profile.user_id}-s{d.session}",
+            d.speaker,
+            d.content,
+            self.lines[i][:160],
+            [w.strip(".,?'s") for w in words[1:4]],
+            [d.domain],
+            d.kind,
+            d.domain,
+            s["visibility"],
+            False,
+            s["status"],
+            0.5,
+            {},
+            d.occurred_at,
+            d.occurred_at,
+            d.occurred_at,
+            d.occurred_at,
+            s["closed"],
+            s["expires"],
+            d.occurred_at if s["status"] == "archived" else None,
+            s["accesses"],
+            1 + len(s["accesses"]),
+            d.occurred_at,
+            last,
+            168.0 * HALF_LIFE[d.kind],
+            f"{self.lines[i]} {dated}",
             "\n".join([self.lines[i], *(self.lines[j] for j in near)]) + f" {dated}",
-            f"{self.lines[i]} ({short})", tsvector_binary(own_terms),
-            tsvector_binary(window_terms), len(own_terms), len(window_terms), vec, win,
+            f"{self.lines[i]} ({short})",
+            tsvector_binary(own_terms),
+            tsvector_binary(window_terms),
+            len(own_terms),
+            len(window_terms),
+            vec,
+            win,
             self.model_id,
+            i + 1,
         )
 
     def links(self) -> list[tuple[Any, ...]]:
@@ -185,16 +235,36 @@ class UserRows:
             if a.session == b.session and a.topic == b.topic:
                 weight = round(self.rng.uniform(0.5, 0.9), 3)
                 for src, dst in ((i - 1, i), (i, i - 1)):
-                    out.append((uuid.uuid4(), TENANT, self.profile.user_id, self.ids[src],
-                                self.ids[dst], "related", weight, "pipeline", b.occurred_at))
+                    out.append(
+                        (
+                            uuid.uuid4(),
+                            TENANT,
+                            self.profile.user_id,
+                            self.ids[src],
+                            self.ids[dst],
+                            "related",
+                            weight,
+                            "pipeline",
+                            b.occurred_at,
+                        )
+                    )
         return out
 
 
 # --------------------------------------------------------------------------- load
 
 
-def load_user(conn: psycopg.Connection, profile: Profile, space: PhraseSpace, *,
-              model_id: str, end: datetime) -> dict[str, float]:
+def check_columns() -> None:
+    """Fail early when the notes model has a column this loader does not fill."""
+    known = {c for c, _ in NOTE_COLUMNS} | LEFT_NULL
+    missing = sorted(c.name for c in Note.__table__.columns if c.name not in known)
+    if missing:
+        raise SystemExit(f"benchmarks/latency_load.py does not fill notes columns {missing}")
+
+
+def load_user(
+    conn: psycopg.Connection, profile: Profile, space: PhraseSpace, *, model_id: str, end: datetime
+) -> dict[str, float]:
     """Generate and COPY one user's notes, links and lexicon; returns phase timings."""
     started = time.perf_counter()
     drafts = user_drafts(profile, end=end)
@@ -204,11 +274,14 @@ def load_user(conn: psycopg.Connection, profile: Profile, space: PhraseSpace, *,
     generated = time.perf_counter()
     columns = ", ".join(c for c, _ in NOTE_COLUMNS)
     with conn.cursor() as cur:
-        cur.execute("DELETE FROM links WHERE tenant_id = %s AND user_id = %s",
-                    (TENANT, profile.user_id))
+        cur.execute(
+            "DELETE FROM links WHERE tenant_id = %s AND user_id = %s", (TENANT, profile.user_id)
+        )
         for table in ("notes", "lexicon", "lexicon_totals"):
-            cur.execute(f"DELETE FROM {table} WHERE tenant_id = %s AND user_id = %s",
-                        (TENANT, profile.user_id))
+            cur.execute(
+                f"DELETE FROM {table} WHERE tenant_id = %s AND user_id = %s",
+                (TENANT, profile.user_id),
+            )
         with cur.copy(f"COPY notes ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.set_types([t for _, t in NOTE_COLUMNS])
             for i in range(len(drafts)):
@@ -216,15 +289,15 @@ def load_user(conn: psycopg.Connection, profile: Profile, space: PhraseSpace, *,
         _copy_side_tables(cur, rows)
     conn.commit()
     done = time.perf_counter()
-    return {"generate_s": generated - started, "copy_s": done - generated,
-            "notes": len(drafts)}
+    return {"generate_s": generated - started, "copy_s": done - generated, "notes": len(drafts)}
 
 
 def _copy_side_tables(cur: psycopg.Cursor, rows: UserRows) -> None:
     link_cols = "id, tenant_id, user_id, source_id, target_id, kind, weight, created_by, created_at"
     with cur.copy(f"COPY links ({link_cols}) FROM STDIN (FORMAT BINARY)") as copy:
-        copy.set_types(["uuid", "text", "text", "uuid", "uuid", "text", "float8", "text",
-                        "timestamptz"])
+        copy.set_types(
+            ["uuid", "text", "text", "uuid", "uuid", "text", "float8", "text", "timestamptz"]
+        )
         for link in rows.links():
             copy.write_row(link)
     user = rows.profile.user_id
@@ -233,15 +306,20 @@ def _copy_side_tables(cur: psycopg.Cursor, rows: UserRows) -> None:
             for term, n in counts.items():
                 copy.write_row((TENANT, user, name, term, n))
     for name, (docs, length) in rows.totals.items():
-        cur.execute("INSERT INTO lexicon_totals (tenant_id, user_id, field, doc_count, "
-                    "term_total) VALUES (%s, %s, %s, %s, %s)", (TENANT, user, name, docs, length))
+        cur.execute(
+            "INSERT INTO lexicon_totals (tenant_id, user_id, field, doc_count, "
+            "term_total) VALUES (%s, %s, %s, %s, %s)",
+            (TENANT, user, name, docs, length),
+        )
 
 
 def secondary_indexes() -> list[tuple[str, str]]:
     """(name, CREATE INDEX statement) of the notes table, exactly as the model declares."""
     dialect = postgresql.dialect()
-    return [(str(ix.name), str(CreateIndex(ix).compile(dialect=dialect)))
-            for ix in sorted(Note.__table__.indexes, key=lambda ix: str(ix.name))]
+    return [
+        (str(ix.name), str(CreateIndex(ix).compile(dialect=dialect)))
+        for ix in sorted(Note.__table__.indexes, key=lambda ix: str(ix.name))
+    ]
 
 
 def drop_indexes(conn: psycopg.Connection) -> None:

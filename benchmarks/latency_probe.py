@@ -30,18 +30,28 @@ from memory.retrieval import routes as r
 from memory.retrieval import service
 from memory.retrieval.service import search_notes
 
-FLOOR_SQL = ("SELECT id FROM notes WHERE tenant_id = %s AND user_id = %s "
-             "ORDER BY embedding <=> %s LIMIT 10")
+FLOOR_SQL = (
+    "SELECT id FROM notes WHERE tenant_id = %s AND user_id = %s ORDER BY embedding <=> %s LIMIT 10"
+)
 PIECES: tuple[tuple[Any, str], ...] = (
-    (r, "dense_route"), (r, "load_query_terms"), (r, "bm25_route"), (r, "verbatim_route"),
-    (r, "linked_route"), (service, "_load_notes"), (service, "_score"), (service, "_select"),
+    (r, "dense_route"),
+    (r, "load_query_terms"),
+    (r, "bm25_route"),
+    (r, "verbatim_route"),
+    (r, "linked_route"),
+    (r, "adjacent_turns"),
+    (service, "_load_notes"),
+    (service, "_score"),
+    (service, "_select"),
 )
 
 
 @contextmanager
 def timed_pieces(sink: dict[str, float]) -> Iterator[None]:
     """Wrap the read path's pieces; each call adds its ms to sink[name] (window apart)."""
-    originals = {(module, name): getattr(module, name) for module, name in PIECES}
+    originals = {
+        (module, name): getattr(module, name) for module, name in PIECES if hasattr(module, name)
+    }
 
     def wrap(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def timed(*args: Any, **kwargs: Any) -> Any:
@@ -69,12 +79,19 @@ def _one_search(user_id: str, query: str, sink: dict[str, float]) -> int:
     vector = embed_query(query, settings)
     sink["embed"] = (time.perf_counter() - started) * 1000
     with session_scope() as session:
-        viewer = agent_viewer(session=session, settings=settings, tenant_id="bench",
-                              user_id=user_id, agent_id="main")
+        viewer = agent_viewer(
+            session=session, settings=settings, tenant_id="bench", user_id=user_id, agent_id="main"
+        )
         started = time.perf_counter()
         with timed_pieces(sink):
-            hits = search_notes(session=session, viewer=viewer, query=query, vector=vector,
-                                top_k=10, settings=settings)
+            hits = search_notes(
+                session=session,
+                viewer=viewer,
+                query=query,
+                vector=vector,
+                top_k=10,
+                settings=settings,
+            )
         sink["search_notes"] = (time.perf_counter() - started) * 1000
         started = time.perf_counter()
         note_sources(session=session, note_ids=[h.note.id for h in hits])
@@ -96,16 +113,27 @@ def profile_pieces(work: list[tuple[str, str]]) -> dict[str, dict[str, float]]:
 def clean_plan(plan: str) -> str:
     """A plan without its 384-float vector literals and long uuid lists."""
     plan = re.sub(r"'\[[-0-9.e,]+\]'::vector", "'[query vector]'::vector", plan)
-    return re.sub(r"'\{[0-9a-f,-]{200,}\}'::uuid\[\]",
-                  lambda m: f"'{{{m.group(0).count(',') + 1} ids}}'::uuid[]", plan)
+    return re.sub(
+        r"'\{[0-9a-f,-]{200,}\}'::uuid\[\]",
+        lambda m: f"'{{{m.group(0).count(',') + 1} ids}}'::uuid[]",
+        plan,
+    )
 
 
 def _label(statement: str) -> str:
-    checks = (("window_embedding <=>", "dense_window"), ("embedding <=>", "dense"),
-              ("lexicon_totals", "lexicon_totals"), ("FROM lexicon", "lexicon_terms"),
-              ("window_terms @@", "bm25_window"), ("index_terms @@", "bm25"),
-              ("ILIKE", "verbatim"), ("FROM links", "links"), ("note_sources", "sources"),
-              ("FROM agents", "agent"), ("notes.id IN", "load_notes"))
+    checks = (
+        ("window_embedding <=>", "dense_window"),
+        ("embedding <=>", "dense"),
+        ("lexicon_totals", "lexicon_totals"),
+        ("FROM lexicon", "lexicon_terms"),
+        ("window_terms @@", "bm25_window"),
+        ("index_terms @@", "bm25"),
+        ("ILIKE", "verbatim"),
+        ("FROM links", "links"),
+        ("note_sources", "sources"),
+        ("FROM agents", "agent"),
+        ("notes.id IN", "load_notes"),
+    )
     return next((label for needle, label in checks if needle in statement), "other")
 
 
@@ -150,10 +178,16 @@ def floor(url: str, work: list[tuple[str, np.ndarray]]) -> dict[str, Any]:
             times.append((time.perf_counter() - started) * 1000)
             counts.append(len(rows))
         user_id, vector = work[0]
-        plan = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + FLOOR_SQL,
-                            ("bench", user_id, vector)).fetchall()
-    return {"ms": summarise(times), "full": sum(c == 10 for c in counts), "n": len(counts),
-            "raw_ms": times, "explain": clean_plan("\n".join(row[0] for row in plan))}
+        plan = conn.execute(
+            "EXPLAIN (ANALYZE, BUFFERS) " + FLOOR_SQL, ("bench", user_id, vector)
+        ).fetchall()
+    return {
+        "ms": summarise(times),
+        "full": sum(c == 10 for c in counts),
+        "n": len(counts),
+        "raw_ms": times,
+        "explain": clean_plan("\n".join(row[0] for row in plan)),
+    }
 
 
 def db_facts(url: str) -> dict[str, Any]:
@@ -164,8 +198,16 @@ def db_facts(url: str) -> dict[str, Any]:
             "WHERE c.relname = 'notes' OR c.oid IN (SELECT indexrelid FROM pg_index "
             "WHERE indrelid = 'notes'::regclass) ORDER BY pg_total_relation_size(c.oid) DESC"
         ).fetchall()
-        names = ("server_version", "shared_buffers", "work_mem", "effective_cache_size",
-                 "random_page_cost", "hnsw.ef_search", "hnsw.max_scan_tuples", "jit")
+        names = (
+            "server_version",
+            "shared_buffers",
+            "work_mem",
+            "effective_cache_size",
+            "random_page_cost",
+            "hnsw.ef_search",
+            "hnsw.max_scan_tuples",
+            "jit",
+        )
         conn.execute("SET hnsw.iterative_scan = relaxed_order")
         settings = {n: conn.execute(f"SHOW {n}").fetchone()[0] for n in names}  # type: ignore[index]
         version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")

@@ -9,8 +9,7 @@ from benchmarks.common import Row, fmt, markdown_table, print_table, summarise
 
 TARGET_MS = 50.0
 GROWTH = 2.0
-KINDS = ("search", "context", "context_uncapped", "filter_kinds", "filter_domains",
-         "filter_since")
+KINDS = ("search", "context", "context_uncapped", "filter_kinds", "filter_domains", "filter_since")
 
 
 @dataclass
@@ -55,27 +54,55 @@ def size_rows(label: str, stats: dict[str, Any], floor: dict[str, Any], large: b
             target, passed = f"p95 ≤ {TARGET_MS:.0f}", st["client_ms"]["p95"] <= TARGET_MS
         rows.append(Row(f"{label} {kind} p50/p95/p99 ms", value, target, passed))
         if kind == "context":
-            rows.append(Row(f"{label} context timed out (150 ms)",
-                            f"{st['timed_out']}/{st['n']}", "0", st["timed_out"] == 0))
+            rows.append(
+                Row(
+                    f"{label} context timed out (150 ms)",
+                    f"{st['timed_out']}/{st['n']}",
+                    "0",
+                    st["timed_out"] == 0,
+                )
+            )
         if kind.startswith("filter"):
-            rows.append(Row(f"{label} {kind} full top_k", f"{st['full_top_k']}/{st['n']}",
-                            "all", st["full_top_k"] == st["n"]))
-    rows.append(Row(f"{label} search server took_ms p50/p95",
-                    f"{fmt(stats['search']['server_ms']['p50'])} / "
-                    f"{fmt(stats['search']['server_ms']['p95'])}"))
-    rows.append(Row(f"{label} floor: bare HNSW top 10 p50/p95/p99", _triple(floor["ms"]),
-                    f"full {floor['full']}/{floor['n']}"))
+            rows.append(
+                Row(
+                    f"{label} {kind} full top_k",
+                    f"{st['full_top_k']}/{st['n']}",
+                    "all",
+                    st["full_top_k"] == st["n"],
+                )
+            )
+    rows.append(
+        Row(
+            f"{label} search server took_ms p50/p95",
+            f"{fmt(stats['search']['server_ms']['p50'])} / "
+            f"{fmt(stats['search']['server_ms']['p95'])}",
+        )
+    )
+    rows.append(
+        Row(
+            f"{label} floor: bare HNSW top 10 p50/p95/p99",
+            _triple(floor["ms"]),
+            f"full {floor['full']}/{floor['n']}",
+        )
+    )
     return rows
 
 
-def growth_rows(stats: dict[str, dict[str, Any]], floors: dict[str, Any],
-                small: str, large: str) -> list[Row]:
+def growth_rows(
+    stats: dict[str, dict[str, Any]], floors: dict[str, Any], small: str, large: str
+) -> list[Row]:
     rows = []
     for kind in ("search", "context_uncapped"):
         a, b = stats[small][kind]["client_ms"]["p95"], stats[large][kind]["client_ms"]["p95"]
         ratio = b / a if a else float("nan")
-        rows.append(Row(f"p95 growth {small}→{large} {kind}", f"{ratio:.2f}x",
-                        f"≤ {GROWTH:.0f}x", ratio <= GROWTH))
+        rows.append(
+            Row(
+                f"p95 growth {small}→{large} {kind}",
+                f"{ratio:.2f}x",
+                f"≤ {GROWTH:.0f}x",
+                ratio <= GROWTH,
+            )
+        )
     a, b = floors[small]["ms"]["p95"], floors[large]["ms"]["p95"]
     rows.append(Row(f"p95 growth {small}→{large} floor", f"{b / a:.2f}x" if a else "n/a"))
     return rows
@@ -85,8 +112,9 @@ def piece_rows(probe: dict[str, Any]) -> list[Row]:
     rows = []
     for label, data in probe.items():
         for piece, st in sorted(data["pieces"].items(), key=lambda kv: -kv[1]["mean"]):
-            rows.append(Row(f"{label} {piece} mean / p95 ms",
-                            f"{fmt(st['mean'])} / {fmt(st['p95'])}"))
+            rows.append(
+                Row(f"{label} {piece} mean / p95 ms", f"{fmt(st['mean'])} / {fmt(st['p95'])}")
+            )
     return rows
 
 
@@ -99,39 +127,60 @@ def whatif_rows(probe: dict[str, Any]) -> list[Row]:
             elif name == "candidates loaded":
                 rows.append(Row(f"{label} {name} (mean)", fmt(st["mean"], 0)))
             else:
-                rows.append(Row(f"{label} {name} p50 / p95 ms",
-                                f"{fmt(st['p50'])} / {fmt(st['p95'])}"))
+                rows.append(
+                    Row(f"{label} {name} p50 / p95 ms", f"{fmt(st['p50'])} / {fmt(st['p95'])}")
+                )
     return rows
 
 
 def report(results: dict[str, Any], progress: dict[str, Any], plan: dict[str, int]) -> dict:
     samples: list[Sample] = results["samples"]
     labels = sorted({s.size for s in samples}, key=lambda x: int(x.rstrip("k")))
-    stats = {label: {kind: _kind_stats([s for s in samples if s.size == label
-                                         and s.kind == kind]) for kind in KINDS}
-             for label in labels}
+    stats = {
+        label: {
+            kind: _kind_stats([s for s in samples if s.size == label and s.kind == kind])
+            for kind in KINDS
+        }
+        for label in labels
+    }
     rows: list[Row] = []
     for label in labels:
         rows += size_rows(label, stats[label], results["floor"][label], label == labels[-1])
     if len(labels) > 1:
         rows += growth_rows(stats, results["floor"], labels[0], labels[-1])
     embed = summarise(results["embed_ms"])
-    rows.append(Row("query embedding (in this process) p50/p95 ms",
-                    f"{fmt(embed['p50'])} / {fmt(embed['p95'])}"))
+    rows.append(
+        Row(
+            "query embedding (in this process) p50/p95 ms",
+            f"{fmt(embed['p50'])} / {fmt(embed['p95'])}",
+        )
+    )
     load = results["load"]
-    rows.append(Row("load average (1/5/15 min) before / after HTTP",
-                    f"{load['before_http'][0]:.1f} / {load['after_http'][0]:.1f}"))
+    rows.append(
+        Row(
+            "load average (1/5/15 min) before / after HTTP",
+            f"{load['before_http'][0]:.1f} / {load['after_http'][0]:.1f}",
+        )
+    )
     print_table(f"Read-path latency, {sum(plan.values()):,} notes, {len(plan)} users", rows)
     pieces = piece_rows(results["probe"])
     print_table("In process: where a search spends its time", pieces)
     variants = whatif_rows(results["probe"])
     print_table("In process: product pieces against cheaper variants", variants)
-    floors = {k: {kk: vv for kk, vv in v.items() if kk != "raw_ms"}
-              for k, v in results["floor"].items()}
+    floors = {
+        k: {kk: vv for kk, vv in v.items() if kk != "raw_ms"} for k, v in results["floor"].items()
+    }
     return {
-        "notes": sum(plan.values()), "users": plan, "stats": stats, "floor": floors,
-        "embed_ms": embed, "probe": results["probe"], "load_average": load,
-        "data": progress, "sizes": results.get("sizes"),
-        "markdown": markdown_table(rows), "markdown_pieces": markdown_table(pieces),
+        "notes": sum(plan.values()),
+        "users": plan,
+        "stats": stats,
+        "floor": floors,
+        "embed_ms": embed,
+        "probe": results["probe"],
+        "load_average": load,
+        "data": progress,
+        "sizes": results.get("sizes"),
+        "markdown": markdown_table(rows),
+        "markdown_pieces": markdown_table(pieces),
         "markdown_what_if": markdown_table(variants),
     }

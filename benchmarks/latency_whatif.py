@@ -28,9 +28,20 @@ from memory.retrieval import routes as r
 from memory.retrieval.service import ROUTE_LIMIT, SearchOptions, _load_notes, run_routes
 from memory.retrieval.text import analyse
 
-SLIM_COLUMNS = (Note.id, Note.content, Note.kind, Note.domain, Note.visibility, Note.speaker,
-                Note.agent_id, Note.occurred_at, Note.access_times, Note.access_count,
-                Note.first_access_at, Note.half_life_hours)
+SLIM_COLUMNS = (
+    Note.id,
+    Note.content,
+    Note.kind,
+    Note.domain,
+    Note.visibility,
+    Note.speaker,
+    Note.agent_id,
+    Note.occurred_at,
+    Note.access_times,
+    Note.access_count,
+    Note.first_access_at,
+    Note.half_life_hours,
+)
 BM25_CAPS = (2000, 500)
 
 
@@ -50,8 +61,9 @@ def _load_variants(session: Session, ids: list[Any], out: dict[str, list[float]]
     session.expunge_all()
 
     def slim() -> None:
-        rows = session.scalars(select(Note).options(load_only(*SLIM_COLUMNS))
-                               .where(Note.id.in_(ids))).all()
+        rows = session.scalars(
+            select(Note).options(load_only(*SLIM_COLUMNS)).where(Note.id.in_(ids))
+        ).all()
         pool = [n.id for n in rows[:30]]
         session.execute(select(Note.id, Note.embedding).where(Note.id.in_(pool))).all()
 
@@ -60,35 +72,48 @@ def _load_variants(session: Session, ids: list[Any], out: dict[str, list[float]]
     session.expunge_all()
 
 
-def _bm25_variants(session: Session, user_id: str, where: Any, terms: r.QueryTerms,
-                   out: dict[str, list[float]]) -> None:
+def _bm25_variants(
+    session: Session, user_id: str, where: Any, terms: r.QueryTerms, out: dict[str, list[float]]
+) -> None:
     ms, base = _ms(lambda: r.bm25_route(session, where, terms, limit=ROUTE_LIMIT, window=False))
     out["bm25 (product cap: 8% of notes)"].append(ms)
     selective = list(terms.match.get("own", []))
     for cap in BM25_CAPS:
-        counts = session.execute(text(
-            "SELECT term FROM lexicon WHERE tenant_id = 'bench' AND user_id = :u AND "
-            "field = 'own' AND term = ANY(:t) AND doc_count <= :cap"),
-            {"u": user_id, "t": selective, "cap": cap}).scalars().all()
+        counts = (
+            session.execute(
+                text(
+                    "SELECT term FROM lexicon WHERE tenant_id = 'bench' AND user_id = :u AND "
+                    "field = 'own' AND term = ANY(:t) AND doc_count <= :cap"
+                ),
+                {"u": user_id, "t": selective, "cap": cap},
+            )
+            .scalars()
+            .all()
+        )
         match = dict(terms.match)
         match["own"] = list(counts) or selective[:2]
         capped = replace(terms, match=match)
-        ms, found = _ms(lambda c=capped: r.bm25_route(session, where, c, limit=ROUTE_LIMIT,
-                                                      window=False))
+        ms, found = _ms(
+            lambda c=capped: r.bm25_route(session, where, c, limit=ROUTE_LIMIT, window=False)
+        )
         out[f"bm25 select cap df <= {cap}"].append(ms)
         out[f"bm25 select cap df <= {cap}: overlap of top 100"].append(_overlap(base, found))
 
 
-def _dense_variants(session: Session, where: Any, vector: np.ndarray,
-                    out: dict[str, list[float]]) -> None:
+def _dense_variants(
+    session: Session, where: Any, vector: np.ndarray, out: dict[str, list[float]]
+) -> None:
     ms, base = _ms(lambda: r.dense_route(session, where, vector, limit=ROUTE_LIMIT, window=False))
     out["dense (product: HNSW ef_search 40, iterative)"].append(ms)
-    for setting, label in (("SET LOCAL hnsw.ef_search = 100", "dense HNSW ef_search 100"),
-                           ("SET LOCAL enable_indexscan = off", "dense exact (no HNSW)")):
+    for setting, label in (
+        ("SET LOCAL hnsw.ef_search = 100", "dense HNSW ef_search 100"),
+        ("SET LOCAL enable_indexscan = off", "dense exact (no HNSW)"),
+    ):
         session.execute(text("SAVEPOINT whatif"))
         session.execute(text(setting))
-        ms, found = _ms(lambda: r.dense_route(session, where, vector, limit=ROUTE_LIMIT,
-                                              window=False))
+        ms, found = _ms(
+            lambda: r.dense_route(session, where, vector, limit=ROUTE_LIMIT, window=False)
+        )
         session.execute(text("ROLLBACK TO SAVEPOINT whatif"))
         out[label].append(ms)
         out[f"{label}: overlap of top 100"].append(_overlap(base, found))
@@ -101,8 +126,13 @@ def what_if(user_id: str, queries: list[str]) -> dict[str, dict[str, float]]:
     for query in queries:
         vector = embed_query(query, settings)
         with session_scope() as session:
-            viewer = agent_viewer(session=session, settings=settings, tenant_id="bench",
-                                  user_id=user_id, agent_id="main")
+            viewer = agent_viewer(
+                session=session,
+                settings=settings,
+                tenant_id="bench",
+                user_id=user_id,
+                agent_id="main",
+            )
             where = r.base_conditions(viewer, r.SearchFilters())
             found = run_routes(session, viewer, query, vector, r.SearchFilters(), SearchOptions())
             ids = list({i for scores in found.values() for i in scores})

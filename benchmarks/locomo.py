@@ -43,7 +43,7 @@ def ingest(stack: BenchStack, turns: list[Turn], batch: int = 100) -> float:
     for turn in turns:
         by_session[(turn.conversation, turn.session)].append(turn)
     with httpx.Client(base_url=stack.api_url, headers=headers, timeout=60) as client:
-        for (conv, session), items in sorted(by_session.items()):
+        for _, items in sorted(by_session.items()):
             for start in range(0, len(items), batch):
                 body = {"episodes": [_episode(t) for t in items[start : start + batch]]}
                 response = client.post("/v1/episodes", json=body)
@@ -216,14 +216,24 @@ def main() -> None:
         "--questions", type=int, default=0, help="only the first N questions (0: all)"
     )
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--ingest-inprocess", action="store_true",
-                        help="development: run the pipeline stages in this process (no HTTP/Celery)")
+    parser.add_argument(
+        "--ingest-inprocess",
+        action="store_true",
+        help="development: run the pipeline stages in this process (no HTTP/Celery)",
+    )
     args = parser.parse_args()
     turns, questions = load(args.data)
     if args.questions:
         questions = questions[: args.questions]
+    # In-process ingest needs no workers; beat's stuck-episode sweep would race with it.
+    inprocess = args.ingest_inprocess
     with BenchStack(
-        env=BENCH_ENV, tenant_id=TENANT, home=args.home, keep=args.home is not None
+        env=BENCH_ENV,
+        tenant_id=TENANT,
+        home=args.home,
+        keep=args.home is not None,
+        workers=0 if inprocess else 1,
+        beat=not inprocess,
     ) as stack:
         marker = stack.home / "locomo-ingested"
         ingest_s = None

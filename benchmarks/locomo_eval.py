@@ -86,11 +86,13 @@ def dense_baseline(turns: list[Turn], embed: Callable[[list[str]], np.ndarray]) 
 
 def ablation_variants() -> dict[str, dict[str, object]]:
     """Each variant switches one part of the read path off (names say which)."""
-    from memory.retrieval.service import ALL_ROUTES
+    from memory.retrieval.service import DEFAULT_ROUTES
 
     variants: dict[str, dict[str, object]] = {"full": {}}
-    for route in ALL_ROUTES:
-        variants[f"without {route}"] = {"routes": tuple(r for r in ALL_ROUTES if r != route)}
+    for route in DEFAULT_ROUTES:
+        variants[f"without {route}"] = {"routes": tuple(r for r in DEFAULT_ROUTES if r != route)}
+    variants["with links (weight 0.5)"] = {"routes": (*DEFAULT_ROUTES, "links")}
+    variants["with links (weight 0.1)"] = {"routes": (*DEFAULT_ROUTES, "links"), "link_weight": 0.1}
     variants["without speaker prior"] = {"speaker_prior": False}
     variants["without activation (ACT-R)"] = {"activation": False}
     variants["without MMR"] = {"mmr": False}

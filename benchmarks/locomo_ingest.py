@@ -28,9 +28,14 @@ def _input(turn: Turn, agent_id: str) -> EpisodeInput:
     if turn.caption:
         metadata["blip_caption"] = turn.caption
     return EpisodeInput(
-        user_id=turn.conversation, agent_id=agent_id,
-        session_id=f"{turn.conversation}-s{turn.session}", role="user", content=turn.text,
-        speaker=turn.speaker, occurred_at=turn.occurred_at, metadata=metadata,
+        user_id=turn.conversation,
+        agent_id=agent_id,
+        session_id=f"{turn.conversation}-s{turn.session}",
+        role="user",
+        content=turn.text,
+        speaker=turn.speaker,
+        occurred_at=turn.occurred_at,
+        metadata=metadata,
         idempotency_key=f"{turn.conversation}:{turn.dia_id}",
     )
 
@@ -45,12 +50,15 @@ def ingest_inprocess(turns: list[Turn], *, tenant_id: str, agent_id: str) -> flo
     episode_ids = []
     with session_scope() as session:
         for key in sorted(by_session):
-            results = capture_episodes(session=session, tenant_id=tenant_id,
-                                       episodes=[_input(t, agent_id) for t in by_session[key]])
+            results = capture_episodes(
+                session=session,
+                tenant_id=tenant_id,
+                episodes=[_input(t, agent_id) for t in by_session[key]],
+            )
             episode_ids += [episode_id for episode_id, _ in results]
     for start in range(0, len(episode_ids), BATCH):
         with session_scope() as session:
-            for episode_id in episode_ids[start:start + BATCH]:
+            for episode_id in episode_ids[start : start + BATCH]:
                 extract_episode(session=session, episode_id=episode_id, settings=settings, llm=None)
         print(f"extracted {min(start + BATCH, len(episode_ids))}/{len(episode_ids)}", flush=True)
     while True:
@@ -59,7 +67,11 @@ def ingest_inprocess(turns: list[Turn], *, tenant_id: str, agent_id: str) -> flo
             if not note_ids:
                 break
             outcomes = decide_notes(session=session, note_ids=note_ids, settings=settings, llm=None)
-            active = [o.active_id for o in outcomes if o.active_id and o.decision.action in ("ADD", "UPDATE")]
+            active = [
+                o.active_id
+                for o in outcomes
+                if o.active_id and o.decision.action in ("ADD", "UPDATE")
+            ]
             linked = link_notes(session=session, note_ids=active, settings=settings)
             evolve_by_keywords(session=session, linked=linked)
         print(f"embedded and decided {len(note_ids)} notes", flush=True)

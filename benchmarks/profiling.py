@@ -18,13 +18,14 @@ from pathlib import Path
 STAGES: dict[str, tuple[tuple[str, str], ...]] = {
     "extract + construct": (("extract_episode", "episodes/pipeline"),),
     "embed (embed_pending_notes)": (("embed_pending_notes", "notes/pipeline"),),
-    "  onnx session.run": (("run", "onnxruntime"),),
-    "  tokenise": (("encode_batch", "tokenizers"), ("_embed", "embedder")),
+    "  onnx Session.run": (("Session.run", "onnxruntime"),),
     "decide (decide_notes)": (("decide_notes", "notes/pipeline"),),
     "  similar_notes query": (("similar_notes", "notes/pipeline"),),
     "  BM25 term index": (("index_note_terms", "lexicon"),),
     "link + evolve": (("link_notes", "links/pipeline"), ("evolve_by_keywords", "links")),
-    "SQL commit/flush": (("commit", "sqlalchemy/orm"), ("flush", "sqlalchemy/orm")),
+    "SQL commit/flush": (("Session.commit", "sqlalchemy/orm"), ("Session.flush", "sqlalchemy/orm")),
+    "waiting on PostgreSQL (psycopg)": (("Connection.wait", "psycopg"),),
+    "Redis I/O": (("send_packed_command", "redis"), ("_read_from_socket", "redis")),
     "publishing tasks": (("apply_async", "celery"),),
     "api: authenticate": (("get_principal", "api/deps"),),
     "api: parse + validate": (("parse_episodes", "routes/episodes"),),
@@ -42,7 +43,12 @@ def _frames(stack: str) -> list[tuple[str, str]]:
 
 
 def _matches(frames: list[tuple[str, str]], markers: tuple[tuple[str, str], ...]) -> bool:
-    return any(n == name and hint in where for n, where in frames for name, hint in markers)
+    """A frame named `name` (or `Class.name`) in a file whose path contains `hint`."""
+    return any(
+        (n == name or n.endswith("." + name)) and hint in where
+        for n, where in frames
+        for name, hint in markers
+    )
 
 
 def py_spy() -> str | None:

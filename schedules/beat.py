@@ -48,6 +48,11 @@ def schedule_entries(settings: Settings) -> list[ScheduleEntry]:
             every=timedelta(minutes=settings.decay.sweep_interval_minutes),
         ),
         ScheduleEntry(
+            name="promote-idle-sessions",
+            task="tasks.sleep.promote_idle_sessions",
+            every=timedelta(minutes=settings.decay.sweep_interval_minutes),
+        ),
+        ScheduleEntry(
             name="sleep-cycle",
             task="tasks.sleep.sleep_all_users",
             every=sleep_crontab(settings),

@@ -16,8 +16,8 @@ from memory.clients.llm import get_llm_client
 from memory.clients.redis import get_redis
 from memory.commons.events import publish_events
 from memory.config import get_settings
-from memory.errors import TransientError
 from memory.episodes.pipeline import extract_episode
+from memory.errors import TransientError
 from memory.links.pipeline import evolve_by_keywords, evolve_with_llm, link_notes
 from memory.notes.pipeline import decide_notes, embed_pending_notes, note_event_payloads
 from tasks.app import app
@@ -71,9 +71,14 @@ def process_episodes(self: DbTask, episode_ids: list[str]) -> int:
     for episode_id in episode_ids:
         try:
             with self.session() as session:
-                created += len(extract_episode(
-                    session=session, episode_id=uuid.UUID(episode_id), settings=settings, llm=llm
-                ))
+                created += len(
+                    extract_episode(
+                        session=session,
+                        episode_id=uuid.UUID(episode_id),
+                        settings=settings,
+                        llm=llm,
+                    )
+                )
         except TransientError:
             raise
         except Exception as exc:  # one bad episode must not hold up the others

@@ -12,8 +12,9 @@ from typing import Any
 
 from memory.activation.sweep import decay_event_payloads
 from memory.clients.llm import get_llm_client
+from memory.clients.redis import get_redis
 from memory.commons.events import publish_events
-from memory.config import get_settings
+from memory.config import Settings, get_settings
 from memory.conflicts.service import conflict_event_payloads
 from memory.consolidation.cycle import (
     maintained_users,
@@ -21,11 +22,14 @@ from memory.consolidation.cycle import (
     run_sleep_cycle,
     tenant_due,
 )
+from memory.consolidation.idle_sessions import SessionRef, capture_idle_session, idle_sessions
 from memory.consolidation.service import consolidation_event_payloads
 from memory.errors import TransientError
 from memory.types import utcnow
+from memory.working.service import list_items, remove_items
 from tasks.app import app
 from tasks.base import DbTask
+from tasks.pipeline import enqueue_episodes
 
 
 def _clock(now: str | None) -> datetime:
@@ -98,6 +102,36 @@ def sleep_all_users(self: DbTask) -> int:
     for tenant_id, user_id in due:
         sleep_cycle.apply_async((tenant_id, user_id))
     return len(due)
+
+
+def idle_grace_seconds(settings: Settings) -> int:
+    """Sessions expiring within two sweep intervals are promoted: at least one sweep sees
+    every session before Redis drops it."""
+    return 2 * settings.decay.sweep_interval_minutes * 60
+
+
+@app.task(base=DbTask, bind=True, name="tasks.sleep.promote_idle_sessions")
+def promote_idle_sessions(self: DbTask) -> int:
+    """Beat's fan-out: one promote_session task per idle L1 session about to expire."""
+    refs = idle_sessions(get_redis(), grace_seconds=idle_grace_seconds(get_settings()))
+    for ref in refs:
+        promote_session.apply_async((ref.tenant_id, ref.user_id, ref.session_id))
+    return len(refs)
+
+
+@app.task(base=DbTask, bind=True, name="tasks.sleep.promote_session")
+def promote_session(self: DbTask, tenant_id: str, user_id: str, session_id: str) -> int:
+    """Promote every item of one idle session (like session_end); episodes first."""
+    client, scope = (
+        get_redis(),
+        {"tenant_id": tenant_id, "user_id": user_id, "session_id": session_id},
+    )
+    items = list_items(client=client, **scope)
+    with self.session() as session:
+        results = capture_idle_session(session=session, ref=SessionRef(**scope), items=items)
+    enqueue_episodes([episode_id for episode_id, created in results if created])
+    remove_items(client=client, **scope, hashes=[item.hash for item in items])
+    return len(items)
 
 
 def enqueue_sleep_cycle(tenant_id: str, user_id: str) -> str:

@@ -37,9 +37,15 @@ def request_id_from(scope: Scope) -> str:
 
 
 def route_template(scope: Scope) -> str:
+    """The matched route's path template; a matched route without parameters (FastAPI's
+    own /docs, /openapi.json set no scope["route"]) is its own template."""
     route: Any = scope.get("route")
     path = getattr(route, "path", None)
-    return path if isinstance(path, str) else "unmatched"
+    if isinstance(path, str):
+        return path
+    if scope.get("endpoint") is not None and not scope.get("path_params"):
+        return str(scope["path"])
+    return "unmatched"
 
 
 class ObservabilityMiddleware:

@@ -9,9 +9,12 @@ an agent's new note with what exists). A pair is classified once: LLM when confi
 else `detect.classify`, whose first rule drops pairs not about the same subject.
 
 Invariants: one row per unordered pair (note_a_id < note_b_id, unique), so re-runs add
-only new pairs; contradictory/subsumes/ambiguous pairs are stored `open`, compatible ones
-`resolved` with resolution {"auto": "compatible"} (never shown as open, never asked
-again); every stored row is audited (`conflict.detected`).
+only new pairs; contradictory/subsumes/ambiguous pairs are stored `open`; compatible
+pairs are stored only when an LLM classified them, as `resolved` with resolution
+{"auto": "compatible"}, so the model is never asked twice (heuristics are cheap to
+re-run, and storing every compatible pair would grow the table with the store); the
+detection reason and method are kept in resolution["detection"]; every stored row is
+audited (`conflict.detected`).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
@@ -33,7 +36,7 @@ from memory.conflicts.models import Conflict
 from memory.consolidation.pipeline import partition, unit_rows
 from memory.errors import MemoryServiceError
 from memory.notes.models import Note
-from memory.ops.audit import record_event
+from memory.ops.models import AuditEvent
 
 log = logging.getLogger(__name__)
 CANDIDATES_PER_NOTE = 3
@@ -151,55 +154,70 @@ def detect_conflicts(
     known = _known_pairs(session, tenant_id, user_id)
     candidates = [c for c in band_pairs(notes, vectors, settings) if (c.a.id, c.b.id) not in known]
     report.candidates = len(candidates)
+    stored: list[tuple[Candidate, Verdict]] = []
     for candidate in candidates:
         verdict = _verdict(candidate, llm)
         if not verdict.related:
             continue  # not about the same subject: not a pair worth keeping
         report.found.append((candidate, verdict))
-        _store(session, report, candidate, verdict)
-    session.flush()
+        if verdict.classification != "compatible" or verdict.method == "llm":
+            stored.append((candidate, verdict))
+    _store(session, report, stored)
     return report
 
 
-def _store(session: Session, report: ConflictReport, c: Candidate, verdict: Verdict) -> None:
+def _row(report: ConflictReport, c: Candidate, verdict: Verdict) -> dict[str, object]:
     compatible = verdict.classification == "compatible"
     detection = {"reason": verdict.reason, "method": verdict.method, "broader": verdict.broader}
-    conflict_id = uuid.uuid4()
+    return {
+        "id": uuid.uuid4(),
+        "tenant_id": report.tenant_id,
+        "user_id": report.user_id,
+        "note_a_id": c.a.id,
+        "note_b_id": c.b.id,
+        "agent_a_id": c.a.agent_id,
+        "agent_b_id": c.b.agent_id,
+        "similarity": round(c.similarity, 4),
+        "classification": verdict.classification,
+        "status": "resolved" if compatible else "open",
+        "resolution": {"detection": detection, **({"auto": "compatible"} if compatible else {})},
+        "created_at": report.now,
+        "resolved_at": report.now if compatible else None,
+    }
+
+
+def _store(
+    session: Session, report: ConflictReport, pairs: list[tuple[Candidate, Verdict]]
+) -> None:
+    """Insert the pairs (a concurrent run's rows win: ON CONFLICT DO NOTHING) and audit."""
+    if not pairs:
+        return
+    rows = [_row(report, c, v) for c, v in pairs]
     session.execute(
-        pg_insert(Conflict)
-        .values(
-            id=conflict_id,
-            tenant_id=report.tenant_id,
-            user_id=report.user_id,
-            note_a_id=c.a.id,
-            note_b_id=c.b.id,
-            agent_a_id=c.a.agent_id,
-            agent_b_id=c.b.agent_id,
-            similarity=round(c.similarity, 4),
-            classification=verdict.classification,
-            status="resolved" if compatible else "open",
-            resolution={"detection": detection, **({"auto": "compatible"} if compatible else {})},
-            created_at=report.now,
-            resolved_at=report.now if compatible else None,
-        )
-        .on_conflict_do_nothing(constraint="uq_conflicts_pair")
+        pg_insert(Conflict).values(rows).on_conflict_do_nothing(constraint="uq_conflicts_pair")
     )
-    record_event(
-        session=session,
-        tenant_id=report.tenant_id,
-        user_id=report.user_id,
-        actor="conflicts",
-        action="conflict.detected",
-        entity_type="conflict",
-        entity_id=str(conflict_id),
-        reason=verdict.reason,
-        data={
-            "classification": verdict.classification,
-            "notes": [str(c.a.id), str(c.b.id)],
-            "similarity": round(c.similarity, 4),
-            "method": verdict.method,
-        },
+    session.execute(
+        insert(AuditEvent),
+        [
+            {
+                "tenant_id": report.tenant_id,
+                "user_id": report.user_id,
+                "actor": "conflicts",
+                "action": "conflict.detected",
+                "entity_type": "conflict",
+                "entity_id": str(row["id"]),
+                "reason": v.reason,
+                "data": {
+                    "classification": v.classification,
+                    "method": v.method,
+                    "notes": [str(c.a.id), str(c.b.id)],
+                    "similarity": row["similarity"],
+                },
+            }
+            for row, (c, v) in zip(rows, pairs, strict=True)
+        ],
     )
+    session.flush()
 
 
 def conflict_event_payloads(session: Session, report: ConflictReport) -> list[dict[str, object]]:
@@ -208,12 +226,13 @@ def conflict_event_payloads(session: Session, report: ConflictReport) -> list[di
     The event carries the notes' audience when both share one; otherwise it is marked
     user-only, so no agent learns of a note it may not see.
     """
+    found = [c for c, v in report.found if v.classification != "compatible"]
+    ids = {n.id for c in found for n in (c.a, c.b)}
+    notes = {n.id: n for n in session.scalars(select(Note).where(Note.id.in_(ids)))}
     out: list[dict[str, object]] = []
     for candidate, verdict in report.found:
-        if verdict.classification == "compatible":
-            continue
-        a, b = session.get(Note, candidate.a.id), session.get(Note, candidate.b.id)
-        if a is None or b is None:
+        a, b = notes.get(candidate.a.id), notes.get(candidate.b.id)
+        if verdict.classification == "compatible" or a is None or b is None:
             continue
         same = _audience(a) == _audience(b)
         out.append(

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
-from sqlalchemy import func, insert, literal, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy import func, insert, select, text
 from sqlalchemy.orm import Session
 
 from memory.activation.model import initial_half_life, record_access
@@ -26,8 +25,7 @@ from memory.config import Settings
 from memory.consolidation.pipeline import Summary, unit_rows
 from memory.links.models import Link
 from memory.notes.lexicon import apply_terms, index_note_terms, note_terms, unindex_note_terms
-from memory.notes.models import Note, NoteSource
-from memory.types import Timestamp, Uuid
+from memory.notes.models import Note
 
 # Author of a knowledge note drawn from several agents' notes: no real agent, so the
 # "own notes" visibility rule never widens who can read it.
@@ -136,78 +134,87 @@ def build_note(cluster: Cluster, summary: Summary, *, now: datetime, settings: S
     return note
 
 
-def add_knowledge(
-    session: Session, note: Note, cluster: Cluster, *, tenant_id: str, user_id: str
-) -> Note:
-    """Store `note` for `cluster`: links, provenance and BM25 statistics."""
-    note.tenant_id, note.user_id = tenant_id, user_id
-    session.add(note)
+@dataclass(frozen=True)
+class Write:
+    """One knowledge note to store: new (`old` None) or version+1 of `old`."""
+
+    cluster: Cluster
+    note: Note
+    old: Note | None
+
+
+def write_knowledge(
+    session: Session, writes: list[Write], *, tenant_id: str, user_id: str, now: datetime
+) -> None:
+    """Store every write in a few set-based statements: rows, links, provenance, BM25."""
+    if not writes:
+        return
+    olds = [w.old for w in writes if w.old is not None]
+    unindex_note_terms(session=session, notes=olds)
+    for w in writes:
+        w.note.tenant_id, w.note.user_id = tenant_id, user_id
+        if w.old is not None:
+            _continue_lineage(w.note, w.old, now)
+    session.add_all(w.note for w in writes)
+    session.flush()  # new rows first: superseded_by and the links point at them
+    for w in writes:
+        if w.old is not None:
+            w.old.valid_to, w.old.superseded_by = now, w.note.id
+    session.execute(insert(Link), [link for w in writes for link in _links(w, tenant_id, user_id)])
+    _cite_episodes(session, writes, now)
+    index_note_terms(session=session, notes=[w.note for w in writes])
     session.flush()
-    centroid = note.embedding
-    weights = cluster.vectors @ np.asarray(centroid, dtype=np.float32)
-    session.execute(
-        insert(Link),
-        [
-            {
-                "id": uuid.uuid4(),
-                "tenant_id": tenant_id,
-                "user_id": user_id,
-                "source_id": note.id,
-                "target_id": source.id,
-                "kind": "consolidates",
-                "weight": round(float(weight), 4),
-                "created_by": "pipeline",
-            }
-            for source, weight in zip(cluster.sources, weights, strict=True)
-        ],
-    )
-    episodes = (
-        select(
-            literal(note.id, Uuid),
-            NoteSource.episode_id,
-            literal("consolidated"),
-            literal(note.created_at, Timestamp),
-        )
-        .where(NoteSource.note_id.in_([s.id for s in cluster.sources]))
-        .distinct()
-    )
-    session.execute(
-        pg_insert(NoteSource)
-        .from_select(["note_id", "episode_id", "relation", "created_at"], episodes)
-        .on_conflict_do_nothing()
-    )
-    index_note_terms(session=session, notes=[note])
-    return note
 
 
-def replace_knowledge(
-    session: Session, old: Note, note: Note, cluster: Cluster, *, now: datetime
-) -> Note:
-    """Write `note` as version+1 of `old` (closed, unindexed, superseded) for `cluster`."""
-    note.lineage_id, note.version = old.lineage_id, old.version + 1
-    # The lineage keeps the use it earned: history and half-life carry over.
+def _continue_lineage(note: Note, old: Note, now: datetime) -> None:
+    """The new version keeps the lineage, its pin and the use it earned."""
+    note.lineage_id, note.version, note.pinned = old.lineage_id, old.version + 1, old.pinned
     times, count, first = record_access(
         list(old.access_times or []), old.access_count, old.first_access_at, now
     )
     note.access_times, note.access_count, note.first_access_at = times, count, first
     note.half_life_hours = max(old.half_life_hours, note.half_life_hours)
-    note.pinned = old.pinned
-    unindex_note_terms(session=session, notes=[old])
-    add_knowledge(session, note, cluster, tenant_id=old.tenant_id, user_id=old.user_id)
-    old.valid_to, old.superseded_by = now, note.id
-    session.add(
-        Link(
-            tenant_id=old.tenant_id,
-            user_id=old.user_id,
-            source_id=note.id,
-            target_id=old.id,
-            kind="supersedes",
-            weight=1.0,
-            created_by="pipeline",
+
+
+def _links(w: Write, tenant_id: str, user_id: str) -> list[dict[str, object]]:
+    weights = w.cluster.vectors @ np.asarray(w.note.embedding, dtype=np.float32)
+    base = {
+        "tenant_id": tenant_id,
+        "user_id": user_id,
+        "source_id": w.note.id,
+        "created_by": "pipeline",
+    }
+    links = [
+        {
+            **base,
+            "id": uuid.uuid4(),
+            "target_id": s.id,
+            "kind": "consolidates",
+            "weight": round(float(weight), 4),
+        }
+        for s, weight in zip(w.cluster.sources, weights, strict=True)
+    ]
+    if w.old is not None:
+        links.append(
+            {**base, "id": uuid.uuid4(), "target_id": w.old.id, "kind": "supersedes", "weight": 1.0}
         )
+    return links
+
+
+def _cite_episodes(session: Session, writes: list[Write], now: datetime) -> None:
+    """Each knowledge note cites its sources' episodes (relation 'consolidated')."""
+    pairs = [(w.note.id, s.id) for w in writes for s in w.cluster.sources]
+    session.execute(
+        text(
+            "INSERT INTO note_sources (note_id, episode_id, relation, created_at) "
+            "SELECT DISTINCT k.note_id, ns.episode_id, 'consolidated', :now "
+            "FROM unnest(CAST(:knowledge AS uuid[]), CAST(:sources AS uuid[])) "
+            "AS k(note_id, source_id) "
+            "JOIN note_sources ns ON ns.note_id = k.source_id "
+            "ON CONFLICT DO NOTHING"
+        ),
+        {"knowledge": [k for k, _ in pairs], "sources": [s for _, s in pairs], "now": now},
     )
-    session.flush()
-    return note
 
 
 def knowledge_sources(

@@ -29,6 +29,8 @@ CENTRAL_NOTES = 3
 SHARED_KEYWORDS = 6
 MAX_SENTENCE_CHARS = 300
 MAX_LLM_NOTES = 40
+# Cosine to the cluster centroid below which a member is treated as a stray.
+MEMBER_FLOOR = 0.5
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
@@ -77,6 +79,21 @@ def cluster_labels(vectors: np.ndarray, *, min_cluster_size: int) -> np.ndarray:
 
 def clusters_of(labels: np.ndarray) -> list[np.ndarray]:
     return [np.flatnonzero(labels == label) for label in sorted(set(labels.tolist())) if label >= 0]
+
+
+def coherent_clusters(
+    vectors: np.ndarray, labels: np.ndarray, *, min_size: int, floor: float = MEMBER_FLOOR
+) -> list[np.ndarray]:
+    """Clusters without members far from their centroid (cosine < floor); clusters left
+    smaller than min_size are dropped. HDBSCAN with min_samples=1 can attach a stray
+    point to a cluster at the top of its hierarchy; this keeps it out of the summary."""
+    out = []
+    for members in clusters_of(labels):
+        _, scores = centrality(vectors[members])
+        kept = members[scores >= floor]
+        if len(kept) >= min_size:
+            out.append(kept)
+    return out
 
 
 @dataclass(frozen=True)

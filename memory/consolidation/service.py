@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Literal
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from memory.clients.llm import LlmClient
@@ -31,15 +31,16 @@ from memory.config import Settings
 from memory.consolidation.knowledge import (
     Cluster,
     SourceNote,
-    add_knowledge,
+    Write,
     build_note,
     knowledge_sources,
-    replace_knowledge,
+    write_knowledge,
 )
+from memory.consolidation.matching import access_class, match_existing
 from memory.consolidation.pipeline import (
     Summary,
     cluster_labels,
-    clusters_of,
+    coherent_clusters,
     extractive_summary,
     llm_summary,
     partition,
@@ -47,10 +48,9 @@ from memory.consolidation.pipeline import (
 )
 from memory.errors import MemoryServiceError
 from memory.notes.models import Note
-from memory.ops.audit import record_event
+from memory.ops.models import AuditEvent
 
 log = logging.getLogger(__name__)
-MATCH_JACCARD = 0.5
 ChangeKind = Literal["created", "updated", "unchanged"]
 
 
@@ -85,21 +85,6 @@ class ConsolidationReport:
         for kind in ("created", "updated", "unchanged"):
             out[kind] = sum(1 for c in self.changes if c.action == kind)
         return out
-
-
-def access_class(
-    *, visibility: str, domain: str, agent_id: str, model: str | None, per_domain: bool
-) -> tuple[str, ...]:
-    """Notes sharing this key have the same audience (DESIGN.md §7) and vector space."""
-    if visibility == "scoped":
-        key: tuple[str, ...] = ("scoped", domain)
-    elif visibility == "private":
-        key = ("private", agent_id)
-    else:
-        key = (visibility,)
-    if per_domain and visibility != "scoped":
-        key = (*key, domain)
-    return (model or "", *key)
 
 
 def _load_sources(
@@ -140,6 +125,7 @@ def find_clusters(
     """Clusters of each access class, with that class's key."""
     groups: dict[tuple[str, ...], list[int]] = defaultdict(list)
     per_domain = settings.sleep.cluster_per_domain
+    min_size = settings.sleep.min_cluster_size
     for index, s in enumerate(sources):
         key = access_class(
             visibility=s.visibility,
@@ -155,48 +141,14 @@ def find_clusters(
         for part in partition(vectors[members], settings.sleep.partition_size):
             report.partitions += 1
             rows = members[part]
-            labels = cluster_labels(vectors[rows], min_cluster_size=settings.sleep.min_cluster_size)
-            report.noise += int(np.sum(labels < 0))
-            for cluster in clusters_of(labels):
+            labels = cluster_labels(vectors[rows], min_cluster_size=min_size)
+            kept = coherent_clusters(vectors[rows], labels, min_size=min_size)
+            report.noise += len(rows) - sum(len(c) for c in kept)
+            for cluster in kept:
                 picked = rows[cluster]
                 found.append((key, Cluster([sources[i] for i in picked], vectors[picked])))
     report.clusters = len(found)
     return found
-
-
-def _jaccard(a: frozenset[uuid.UUID], b: frozenset[uuid.UUID]) -> float:
-    return len(a & b) / len(a | b) if a or b else 0.0
-
-
-def match_existing(
-    clusters: list[tuple[tuple[str, ...], Cluster]],
-    existing: dict[uuid.UUID, tuple[Note, frozenset[uuid.UUID], frozenset[uuid.UUID]]],
-    per_domain: bool,
-) -> list[Note | None]:
-    """For each cluster, the knowledge note it continues (or None): best overlap first."""
-    keys = {
-        note_id: access_class(
-            visibility=n.visibility,
-            domain=n.domain,
-            agent_id=n.agent_id,
-            model=n.embedding_model,
-            per_domain=per_domain,
-        )
-        for note_id, (n, _, _) in existing.items()
-    }
-    pairs = []
-    for index, (key, cluster) in enumerate(clusters):
-        for note_id, (_, _, lineages) in existing.items():
-            score = _jaccard(cluster.lineages, lineages)
-            if score >= MATCH_JACCARD and keys[note_id] == key:
-                pairs.append((score, index, note_id))
-    matched: list[Note | None] = [None] * len(clusters)
-    used: set[uuid.UUID] = set()
-    for _, index, note_id in sorted(pairs, key=lambda p: (-p[0], p[1], p[2])):
-        if matched[index] is None and note_id not in used:
-            matched[index] = existing[note_id][0]
-            used.add(note_id)
-    return matched
 
 
 def _summarise(cluster: Cluster, llm: LlmClient | None) -> Summary:
@@ -226,53 +178,57 @@ def consolidate_user(
     clusters = find_clusters(sources, vectors, settings, report)
     existing = knowledge_sources(session, tenant_id=tenant_id, user_id=user_id)
     matches = match_existing(clusters, existing, settings.sleep.cluster_per_domain)
+    writes: list[Write] = []
     for (_, cluster), old in zip(clusters, matches, strict=True):
         if old is not None and existing[old.id][1] == cluster.source_ids:
             report.changes.append(
                 KnowledgeChange("unchanged", old.id, None, len(cluster.sources), old.content)
             )
             continue
+        texts = [s.content for s in cluster.sources]
         summary = (
-            extractive_summary([s.content for s in cluster.sources], cluster.vectors)
-            if dry_run
-            else _summarise(cluster, llm)
+            extractive_summary(texts, cluster.vectors) if dry_run else _summarise(cluster, llm)
         )
-        action: ChangeKind = "created" if old is None else "updated"
-        note_id = None
-        if not dry_run:
-            note = build_note(cluster, summary, now=now, settings=settings)
-            if old is None:
-                add_knowledge(session, note, cluster, tenant_id=tenant_id, user_id=user_id)
-            else:
-                replace_knowledge(session, old, note, cluster, now=now)
-            note_id = note.id
-            _audit(session, note, old, cluster, summary)
+        note = None if dry_run else build_note(cluster, summary, now=now, settings=settings)
+        if note is not None:
+            writes.append(Write(cluster, note, old))
         report.changes.append(
             KnowledgeChange(
-                action, note_id, old.id if old else None, len(cluster.sources), summary.content
+                "created" if old is None else "updated",
+                note.id if note else None,
+                old.id if old else None,
+                len(cluster.sources),
+                summary.content,
             )
         )
-    session.flush()
+    write_knowledge(session, writes, tenant_id=tenant_id, user_id=user_id, now=now)
+    _audit(session, writes, tenant_id=tenant_id, user_id=user_id)
     return report
 
 
-def _audit(
-    session: Session, note: Note, old: Note | None, cluster: Cluster, summary: Summary
-) -> None:
-    record_event(
-        session=session,
-        tenant_id=note.tenant_id,
-        user_id=note.user_id,
-        actor="consolidation",
-        action="note.consolidated" if old is None else "note.updated",
-        entity_type="note",
-        entity_id=str(note.id),
-        reason=f"cluster of {len(cluster.sources)} episodic notes",
-        data={
-            "sources": sorted(str(s.id) for s in cluster.sources),
-            "previous": str(old.id) if old else None,
-            "method": summary.method,
-        },
+def _audit(session: Session, writes: list[Write], *, tenant_id: str, user_id: str) -> None:
+    """One audit row per written knowledge note, in one multi-row INSERT."""
+    if not writes:
+        return
+    session.execute(
+        insert(AuditEvent),
+        [
+            {
+                "tenant_id": tenant_id,
+                "user_id": user_id,
+                "actor": "consolidation",
+                "action": "note.consolidated" if w.old is None else "note.updated",
+                "entity_type": "note",
+                "entity_id": str(w.note.id),
+                "reason": f"cluster of {len(w.cluster.sources)} episodic notes",
+                "data": {
+                    "sources": sorted(str(s.id) for s in w.cluster.sources),
+                    "previous": str(w.old.id) if w.old else None,
+                    "method": w.note.metadata_["consolidation"]["method"],
+                },
+            }
+            for w in writes
+        ],
     )
 
 

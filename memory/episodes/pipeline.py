@@ -59,27 +59,40 @@ NEIGHBOURS_EACH_SIDE = 2  # ±2 turns measured better than ±1 on LoCoMo (window
 
 
 def _neighbours(session: Session, episode: Episode) -> list[str]:
-    """Up to two turns before and after, same session, as "Speaker: text" lines, in order."""
+    """Up to two turns before and after, same session, as "Speaker: text" lines, nearest
+    first (previous, next, the one before, the one after), so a length cap on the window
+    keeps the closest context."""
     scope = (
         Episode.tenant_id == episode.tenant_id,
         Episode.user_id == episode.user_id,
         Episode.session_id == episode.session_id,
     )
     before = session.scalars(
-        select(Episode).where(*scope, Episode.seq < episode.seq)
-        .order_by(Episode.seq.desc()).limit(NEIGHBOURS_EACH_SIDE)
+        select(Episode)
+        .where(*scope, Episode.seq < episode.seq)
+        .order_by(Episode.seq.desc())
+        .limit(NEIGHBOURS_EACH_SIDE)
     ).all()
     after = session.scalars(
-        select(Episode).where(*scope, Episode.seq > episode.seq)
-        .order_by(Episode.seq).limit(NEIGHBOURS_EACH_SIDE)
+        select(Episode)
+        .where(*scope, Episode.seq > episode.seq)
+        .order_by(Episode.seq)
+        .limit(NEIGHBOURS_EACH_SIDE)
     ).all()
     lines = [
         neighbour_line(
             e.content, role=e.role, speaker=e.speaker, agent_id=e.agent_id, metadata=e.metadata_
         )
-        for e in [*reversed(before), *after]
+        for e in _nearest_first(list(before), list(after))
     ]
     return [line for line in lines if line]
+
+
+def _nearest_first(before: list[Episode], after: list[Episode]) -> list[Episode]:
+    ordered: list[Episode] = []
+    for index in range(max(len(before), len(after))):
+        ordered += [side[index] for side in (before, after) if index < len(side)]
+    return ordered
 
 
 LLM_EXTRACT_SCHEMA = {

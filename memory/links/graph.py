@@ -47,9 +47,7 @@ def _edge(link: Link) -> dict[str, Any]:
     }
 
 
-def _step(
-    session: Session, viewer: Viewer, frontier: set[uuid.UUID]
-) -> list[tuple[Link, Note]]:
+def _step(session: Session, viewer: Viewer, frontier: set[uuid.UUID]) -> list[tuple[Link, Note]]:
     """Links touching the frontier, with the visible note at their other end."""
     other_end = or_(
         and_(Link.source_id.in_(frontier), Note.id == Link.target_id),

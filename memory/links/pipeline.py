@@ -58,6 +58,7 @@ def link_notes(
                     }
                 )
         if rows:
+            rows.sort(key=lambda row: (row["source_id"], row["target_id"]))  # one lock order
             session.execute(insert(Link).values(rows).on_conflict_do_nothing())
         linked[note.id] = [c.note_id for c in candidates]
     session.flush()
@@ -71,7 +72,15 @@ def evolve_by_keywords(*, session: Session, linked: dict[uuid.UUID, list[uuid.UU
         note = session.get(Note, note_id)
         if note is None or not neighbour_ids:
             continue
-        for neighbour in session.scalars(select(Note).where(Note.id.in_(neighbour_ids))):
+        # Evolution is best effort: skip neighbours another worker is updating, and lock
+        # the rest in id order so concurrent link tasks cannot deadlock.
+        neighbours = session.scalars(
+            select(Note)
+            .where(Note.id.in_(neighbour_ids))
+            .order_by(Note.id)
+            .with_for_update(skip_locked=True)
+        )
+        for neighbour in neighbours:
             keywords = _merge(neighbour.keywords, note.keywords, MAX_KEYWORDS)
             tags = _merge(neighbour.tags, note.tags, MAX_TAGS)
             if keywords != list(neighbour.keywords or []) or tags != list(neighbour.tags or []):

@@ -29,6 +29,9 @@ from memory.ops.audit import record_event
 from memory.types import utcnow
 
 SIMILAR_LIMIT = 5
+# The dense window embeds the turn with its nearest neighbours only: embedding cost grows
+# with length, and the lexical window already covers the wider context.
+WINDOW_EMBED_CHARS = 400
 
 
 def embed_pending_notes(
@@ -52,7 +55,9 @@ def embed_pending_notes(
     if todo:
         texts = [n.embed_text or n.content for n in todo]
         if window:
-            texts += [n.window_text or n.embed_text or n.content for n in todo]
+            texts += [
+                (n.window_text or n.embed_text or n.content)[:WINDOW_EMBED_CHARS] for n in todo
+            ]
         vectors = embedder.embed(texts)
         for i, note in enumerate(todo):
             note.embedding = vectors[i]

@@ -35,19 +35,27 @@ SPEAKER_BOOST = 0.2
 VERBATIM_BOOST = 0.5
 MMR_LAMBDA = 0.7
 ALL_ROUTES = ("dense", "dense_window", "bm25", "bm25_window", "verbatim", "neighbours", "links")
+# Link expansion measured -0.005 to -0.02 R@10 on LoCoMo (benchmarks/README.md), so it is
+# available but off by default.
+DEFAULT_ROUTES = tuple(route for route in ALL_ROUTES if route != "links")
+# Candidates scored per query after fusion: ranks below this never reached the top 20.
+SCORED_CANDIDATES = 150
+NEIGHBOUR_SEEDS = 60
 
 
 @dataclass(frozen=True)
 class SearchOptions:
     """Which parts of the read path run (the benchmark's ablation switches them off)."""
 
-    routes: tuple[str, ...] = ALL_ROUTES
+    routes: tuple[str, ...] = DEFAULT_ROUTES
     speaker_prior: bool = True
     activation: bool = True
     mmr: bool = True
     fusion: str = "zscore"
     # Share of the best adjacent turn's relevance added to a note's (context in the score).
     neighbour_weight: float = 0.3
+    # Share of a linked strong candidate's relevance a note receives (one hop).
+    link_weight: float = 0.5
 
 
 @dataclass
@@ -178,7 +186,12 @@ def search_notes(
         )
         for note_id in links:
             relevance.setdefault(note_id, 0.0)
-    notes = _load_notes(session, list(relevance))
+
+    def promise(note_id: uuid.UUID) -> float:
+        return relevance[note_id] + options.link_weight * links.get(note_id, (0.0, note_id))[0]
+
+    best = sorted(relevance, key=promise, reverse=True)[:SCORED_CANDIDATES]
+    notes = _load_notes(session, best)
     hits = _score(notes, relevance, found, links, query, now, settings, options)
     return _select(hits, top_k, options)
 
@@ -196,7 +209,8 @@ def _smooth_by_neighbours(
     adding the neighbour's evidence to the note's own score beats returning neighbours
     as extra results (retrieval-notes.md).
     """
-    adjacent = r.adjacent_turns(session, viewer, filters, list(relevance))
+    seeds = sorted(relevance, key=lambda note_id: -relevance[note_id])[:NEIGHBOUR_SEEDS]
+    adjacent = r.adjacent_turns(session, viewer, filters, seeds)
     smoothed = {
         note_id: rel
         + weight * max((relevance.get(n, 0.0) for n in adjacent.get(note_id, [])), default=0.0)
@@ -230,7 +244,7 @@ def _score(
     for note_id, note in notes.items():
         boost = SPEAKER_BOOST if speaker is not None and note.speaker == speaker else 0.0
         rel = min(1.0, relevance.get(note_id, 0.0) + boost)
-        spread = LINK_FACTOR * links[note_id][0] if note_id in links else 0.0
+        spread = options.link_weight * links[note_id][0] if note_id in links else 0.0
         breakdown = None
         score = rel + spread
         if options.activation:

@@ -32,12 +32,17 @@ DOMAINS = ("work", "health", "finance")
 COMMON = "zebra"  # a word every note holds, so one query matches them all
 
 note_spec = st.tuples(
-    st.sampled_from(USERS), st.sampled_from(AGENTS), st.sampled_from(DOMAINS),
-    st.sampled_from(VISIBILITIES), st.text(alphabet="abcdefgh ", min_size=3, max_size=20),
+    st.sampled_from(USERS),
+    st.sampled_from(AGENTS),
+    st.sampled_from(DOMAINS),
+    st.sampled_from(VISIBILITIES),
+    st.text(alphabet="abcdefgh ", min_size=3, max_size=20),
 )
 viewer_spec = st.tuples(
-    st.sampled_from(USERS), st.one_of(st.none(), st.sampled_from(AGENTS)),
-    st.frozensets(st.sampled_from(DOMAINS), max_size=2), st.booleans(),
+    st.sampled_from(USERS),
+    st.one_of(st.none(), st.sampled_from(AGENTS)),
+    st.frozensets(st.sampled_from(DOMAINS), max_size=2),
+    st.booleans(),
 )
 
 
@@ -49,13 +54,33 @@ def _insert(tenant_id: str, specs: list[tuple[str, str, str, str, str]]) -> list
             note_id = uuid.uuid4()
             content = f"{COMMON} {words} {agent} INC-{note_id.hex[:6]}"
             note = Note(
-                id=note_id, lineage_id=note_id, tenant_id=tenant_id, user_id=user, agent_id=agent,
-                content=content, index_text=content, window_text=content, kind="episodic",
-                domain=domain, visibility=visibility, status="active", importance=0.5,
-                occurred_at=now, created_at=now, valid_from=now, access_times=[now],
-                access_count=1, first_access_at=now, last_access_at=now, half_life_hours=168.0,
-                keywords=[], tags=[], metadata_={}, embedding=EMBEDDER.embed_one(content),
-                window_embedding=EMBEDDER.embed_one(content), embedding_model=EMBEDDER.model_id,
+                id=note_id,
+                lineage_id=note_id,
+                tenant_id=tenant_id,
+                user_id=user,
+                agent_id=agent,
+                content=content,
+                index_text=content,
+                window_text=content,
+                kind="episodic",
+                domain=domain,
+                visibility=visibility,
+                status="active",
+                importance=0.5,
+                occurred_at=now,
+                created_at=now,
+                valid_from=now,
+                access_times=[now],
+                access_count=1,
+                first_access_at=now,
+                last_access_at=now,
+                half_life_hours=168.0,
+                keywords=[],
+                tags=[],
+                metadata_={},
+                embedding=EMBEDDER.embed_one(content),
+                window_embedding=EMBEDDER.embed_one(content),
+                embedding_model=EMBEDDER.model_id,
             )
             apply_terms(note, note_terms(note))
             session.add(note)
@@ -65,10 +90,13 @@ def _insert(tenant_id: str, specs: list[tuple[str, str, str, str, str]]) -> list
     return notes
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(specs=st.lists(note_spec, min_size=1, max_size=12), viewer_args=viewer_spec)
 def test_routes_return_exactly_what_the_rules_allow(
-    database_url: str, specs: list[tuple[str, str, str, str, str]],
+    database_url: str,
+    specs: list[tuple[str, str, str, str, str]],
     viewer_args: tuple[str, str | None, frozenset[str], bool],
 ) -> None:
     tenant_id = f"prop-{uuid.uuid4().hex[:8]}"
@@ -84,9 +112,16 @@ def test_routes_return_exactly_what_the_rules_allow(
             continue
         options = SearchOptions(routes=(route,), mmr=False)
         with session_scope() as session:
-            hits = search_notes(session=session, viewer=viewer, query=query,
-                                vector=EMBEDDER.embed_one(query), top_k=50,
-                                settings=get_settings(), filters=SearchFilters(), options=options)
+            hits = search_notes(
+                session=session,
+                viewer=viewer,
+                query=query,
+                vector=EMBEDDER.embed_one(query),
+                top_k=50,
+                settings=get_settings(),
+                filters=SearchFilters(),
+                options=options,
+            )
         returned = {h.note.id for h in hits}
         assert returned <= allowed, f"{route} returned notes the rules forbid"
         if route in ("dense", "dense_window", "bm25", "bm25_window"):
@@ -100,12 +135,23 @@ def test_user_only_notes_are_invisible_to_every_agent(database_url: str) -> None
         viewer = Viewer(tenant_id, "alice", agent, frozenset(DOMAINS), True)
         assert not can_see(viewer, note)
         with session_scope() as session:
-            hits = search_notes(session=session, viewer=viewer, query="blood test zebra",
-                                vector=EMBEDDER.embed_one("blood test"), top_k=10,
-                                settings=get_settings())
+            hits = search_notes(
+                session=session,
+                viewer=viewer,
+                query="blood test zebra",
+                vector=EMBEDDER.embed_one("blood test"),
+                top_k=10,
+                settings=get_settings(),
+            )
         assert note.id not in {h.note.id for h in hits}
     user_level = Viewer(tenant_id, "alice", None)
     with session_scope() as session:
-        hits = search_notes(session=session, viewer=user_level, query="blood test zebra",
-                            vector=EMBEDDER.embed_one("blood test"), top_k=10, settings=get_settings())
+        hits = search_notes(
+            session=session,
+            viewer=user_level,
+            query="blood test zebra",
+            vector=EMBEDDER.embed_one("blood test"),
+            top_k=10,
+            settings=get_settings(),
+        )
     assert note.id in {h.note.id for h in hits}

@@ -3,6 +3,7 @@ activation and provenance; every one access-filtered and role-checked on the ser
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -14,7 +15,7 @@ from memory.db import session_scope
 from memory.ops.models import AuditEvent
 from tests.conftest import make_token
 from tests.integration.test_transactive import write
-from tests.support.helpers import bearer
+from tests.support.helpers import bearer, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -202,3 +203,30 @@ def test_activation_and_provenance(
                              params={**params, "agent_id": "coach"},
                              headers=bearer(tokens["agent"]))  # fmt: skip
     assert refused.status_code == 403
+
+
+def test_previews_are_dry_runs_that_record_no_access(
+    api_client: TestClient, tokens: dict[str, str], user_id: str, notes: dict[str, str]
+) -> None:
+    viewer, tea = bearer(tokens["viewer"]), notes["tea"]
+
+    def uses() -> int:
+        response = api_client.get(
+            f"/v1/memories/{tea}", params={"user_id": user_id}, headers=viewer
+        )
+        return int(response.json()["access_count"])
+
+    before = uses()
+    preview = {"user_id": user_id, "dry_run": True}
+    searched = api_client.post("/v1/search", json={**preview, "query": "green tea"}, headers=viewer)
+    assert tea in {r["id"] for r in searched.json()["results"]}
+    context = api_client.post(
+        "/v1/context", json={**preview, "prompt": "green tea", "timeout_ms": 5000}, headers=viewer
+    )
+    assert "green tea" in context.json()["context"]
+    real = api_client.post("/v1/search", json={"user_id": user_id, "query": "green tea"},
+                           headers=viewer)  # fmt: skip
+    assert real.status_code == 200
+    wait_until(lambda: uses() > before, timeout=30)
+    time.sleep(1.0)
+    assert uses() == before + 1  # only the real search counted as a use

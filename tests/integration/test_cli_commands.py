@@ -24,8 +24,8 @@ from tests.integration.test_transactive import write
 pytestmark = pytest.mark.integration
 
 COMMANDS = (
-    "up", "db", "tokens", "agents", "stats", "search", "export", "import", "forget", "pin",
-    "dead-letters", "reembed", "sync", "doctor", "bench",
+    "up", "db", "tokens", "agents", "stats", "search", "export", "import", "consolidate",
+    "decay", "conflicts", "forget", "pin", "dead-letters", "reembed", "sync", "doctor", "bench",
 )  # fmt: skip
 
 

@@ -55,9 +55,13 @@ def _seed_outcomes(tenant_id: str) -> None:
     with session_scope() as session:
         session.add(DeadLetter(tenant_id=tenant_id, task_name="tasks.pipeline.link", args=[],
                                kwargs={}, error="boom"))  # fmt: skip
-        for action, actor in (("note.archived", "decay"), ("note.archived", "decay"),
-                              ("note.pruned", "decay"), ("note.archived", "token:someone"),
-                              ("note.consolidated", "consolidation")):
+        for action, actor in (
+            ("note.archived", "decay"),
+            ("note.archived", "decay"),
+            ("note.pruned", "decay"),
+            ("note.archived", "token:someone"),
+            ("note.consolidated", "consolidation"),
+        ):
             record_event(session=session, tenant_id=tenant_id, actor=actor, action=action,
                          entity_type="note")  # fmt: skip
 
@@ -70,15 +74,22 @@ def test_metrics_expose_the_series_after_traffic(
     got = api_client.get(f"/v1/memories/{note_id}", params={"user_id": user_id},
                          headers=bearer(tokens["viewer"]))  # fmt: skip
     assert got.status_code == 200
+    assert api_client.get("/no/such/page-42").status_code == 404
     _seed_outcomes(tenant_id)
     samples = scrape(api_client, tokens["viewer"])
     route = "/v1/memories/{note_id}"
+    assert value(samples, "muma_http_request_duration_seconds_count", route="unmatched",
+                 status="404") >= 1  # fmt: skip
     assert value(samples, "muma_http_request_duration_seconds_count", route=route,
                  method="GET", status="200") >= 1  # fmt: skip
     assert value(samples, "muma_http_request_duration_seconds_bucket", route=route,
                  le="+Inf") >= 1  # fmt: skip
-    assert not [ls for (n, ls) in samples if n.startswith("muma_http") and
-                ("route", f"/v1/memories/{note_id}") in ls]  # templates, never raw paths
+    raw = {f"/v1/memories/{note_id}", "/no/such/page-42"}
+    assert not [
+        ls
+        for (n, ls) in samples
+        if n.startswith("muma_http") and {v for k, v in ls if k == "route"} & raw
+    ]  # templates, never raw paths
     task = "tasks.pipeline.process_episodes"
     assert value(samples, "muma_task_duration_seconds_count", task=task) >= 1
     assert value(samples, "muma_task_duration_seconds_sum", task=task) > 0
@@ -113,8 +124,9 @@ def test_request_ids_are_issued_echoed_and_logged(
     issued = api_client.get("/v1/system/status", headers=bearer(tokens["viewer"]))
     assert len(issued.headers["x-request-id"]) == 32
     with caplog.at_level(logging.INFO, logger="memory.api.access"):
-        echoed = api_client.get("/v1/system/status",
-                                headers={**bearer(tokens["viewer"]), "X-Request-ID": "req-42"})
+        echoed = api_client.get(
+            "/v1/system/status", headers={**bearer(tokens["viewer"]), "X-Request-ID": "req-42"}
+        )
         unsafe = api_client.get("/healthz", headers={"X-Request-ID": "bad id\n{}"})  # fmt: skip
     assert echoed.headers["x-request-id"] == "req-42"
     assert unsafe.headers["x-request-id"] != "bad id\n{}"

@@ -17,7 +17,10 @@ pytestmark = pytest.mark.integration
 FACTS = [
     ("I adopted a beagle called Biscuit in 2021.", "2021-04-02T10:00:00Z"),
     ("My sister Ana lives in Porto and works as a nurse.", "2022-07-15T10:00:00Z"),
-    ("The production incident INC-4471 was caused by an expired TLS certificate.", "2023-01-20T10:00:00Z"),
+    (
+        "The production incident INC-4471 was caused by an expired TLS certificate.",
+        "2023-01-20T10:00:00Z",
+    ),
     ("I am allergic to penicillin.", "2023-03-03T10:00:00Z"),
     ("We decided to use PostgreSQL with pgvector for the memory store.", "2023-06-01T10:00:00Z"),
     ("My favourite band is Radiohead.", "2023-08-09T10:00:00Z"),
@@ -25,38 +28,63 @@ FACTS = [
 
 
 @pytest.fixture(scope="module")
-def memory_user(api_client: TestClient, celery_worker: str) -> Iterator[tuple[str, dict[str, str], str]]:
+def memory_user(
+    api_client: TestClient, celery_worker: str
+) -> Iterator[tuple[str, dict[str, str], str]]:
     from tests.conftest import make_token
 
     tenant = f"t-{uuid.uuid4().hex[:8]}"
     user = f"u-{uuid.uuid4().hex[:8]}"
     token = make_token("agent", tenant)
     headers = bearer(token)
-    episodes = [{"user_id": user, "agent_id": "helper", "session_id": "s1", "role": "user",
-                 "speaker": "Alice", "content": text, "occurred_at": when,
-                 "metadata": {"n": i}} for i, (text, when) in enumerate(FACTS)]
-    ids = api_client.post("/v1/episodes", json={"episodes": episodes}, headers=headers).json()["episode_ids"]
+    episodes = [
+        {
+            "user_id": user,
+            "agent_id": "helper",
+            "session_id": "s1",
+            "role": "user",
+            "speaker": "Alice",
+            "content": text,
+            "occurred_at": when,
+            "metadata": {"n": i},
+        }
+        for i, (text, when) in enumerate(FACTS)
+    ]
+    ids = api_client.post("/v1/episodes", json={"episodes": episodes}, headers=headers).json()[
+        "episode_ids"
+    ]
     from tests.support.helpers import wait_for_episodes
 
     wait_for_episodes(ids, timeout=180)
     yield user, headers, tenant
 
 
-def _search(client: TestClient, headers: dict[str, str], user: str, query: str, **extra: object) -> list[dict]:
+def _search(
+    client: TestClient, headers: dict[str, str], user: str, query: str, **extra: object
+) -> list[dict]:
     body = {"user_id": user, "agent_id": "helper", "query": query, **extra}
     response = client.post("/v1/search", json=body, headers=headers)
     assert response.status_code == 200, response.text
     return response.json()["results"]
 
 
-def test_most_relevant_first_with_explanation_and_sources(api_client: TestClient, memory_user: tuple) -> None:
+def test_most_relevant_first_with_explanation_and_sources(
+    api_client: TestClient, memory_user: tuple
+) -> None:
     user, headers, _ = memory_user
     results = _search(api_client, headers, user, "What is the name of my dog?")
     assert "Biscuit" in results[0]["content"]
     top = results[0]
     explanation = top["explanation"]
-    assert set(explanation) >= {"routes", "relevance", "base_level", "spreading", "noise",
-                                "retention", "threshold_passed"}
+    assert set(explanation) >= {
+        "routes",
+        "relevance",
+        "base_level",
+        "spreading",
+        "noise",
+        "retention",
+        "threshold_passed",
+    }
     assert explanation["threshold_passed"] is True and explanation["noise"] == 0.0
     assert explanation["routes"] and 0 <= explanation["relevance"] <= 1
     assert top["sources"][0]["metadata"] == {"n": 0}
@@ -83,19 +111,31 @@ def test_filters(api_client: TestClient, memory_user: tuple) -> None:
 def test_other_users_and_missing_identity(api_client: TestClient, memory_user: tuple) -> None:
     user, headers, _ = memory_user
     assert _search(api_client, headers, f"{user}-other", "dog Biscuit") == []
-    missing = api_client.post("/v1/search", json={"agent_id": "helper", "query": "dog"}, headers=headers)
+    missing = api_client.post(
+        "/v1/search", json={"agent_id": "helper", "query": "dog"}, headers=headers
+    )
     assert missing.status_code == 422 and "user_id" in missing.json()["detail"]
-    no_agent = api_client.post("/v1/search", json={"user_id": user, "query": "dog"}, headers=headers)
+    no_agent = api_client.post(
+        "/v1/search", json={"user_id": user, "query": "dog"}, headers=headers
+    )
     assert no_agent.status_code == 422 and "agent_id" in no_agent.json()["detail"]
-    bad_k = api_client.post("/v1/search", json={"user_id": user, "agent_id": "a", "query": "x", "top_k": 51},
-                            headers=headers)
+    bad_k = api_client.post(
+        "/v1/search",
+        json={"user_id": user, "agent_id": "a", "query": "x", "top_k": 51},
+        headers=headers,
+    )
     assert bad_k.status_code == 422 and "top_k" in bad_k.json()["detail"]
 
 
 def test_context_block_respects_the_budget(api_client: TestClient, memory_user: tuple) -> None:
     user, headers, _ = memory_user
-    body = {"user_id": user, "agent_id": "helper", "session_id": "s9", "prompt": "Tell me about my dog",
-            "timeout_ms": 5000}
+    body = {
+        "user_id": user,
+        "agent_id": "helper",
+        "session_id": "s9",
+        "prompt": "Tell me about my dog",
+        "timeout_ms": 5000,
+    }
     full = api_client.post("/v1/context", json=body, headers=headers).json()
     assert full["timed_out"] is False
     assert full["context"].startswith("<relevant-memories>") and "Biscuit" in full["context"]
@@ -110,21 +150,41 @@ def test_context_block_respects_the_budget(api_client: TestClient, memory_user: 
 
 def test_context_past_its_timeout_returns_empty(api_client: TestClient, memory_user: tuple) -> None:
     user, headers, _ = memory_user
-    body = {"user_id": user, "agent_id": "helper", "session_id": "s9", "prompt": "dog " * 500,
-            "timeout_ms": 1}
+    body = {
+        "user_id": user,
+        "agent_id": "helper",
+        "session_id": "s9",
+        "prompt": "dog " * 500,
+        "timeout_ms": 1,
+    }
     reply = api_client.post("/v1/context", json=body, headers=headers).json()
     assert reply["timed_out"] is True and reply["context"] == "" and reply["memories"] == []
 
 
-def test_forgotten_and_superseded_notes_are_not_returned(api_client: TestClient, memory_user: tuple) -> None:
+def test_forgotten_and_superseded_notes_are_not_returned(
+    api_client: TestClient, memory_user: tuple
+) -> None:
     user, headers, _ = memory_user
-    [radiohead] = [r for r in _search(api_client, headers, user, "favourite band") if "Radiohead" in r["content"]]
+    [radiohead] = [
+        r
+        for r in _search(api_client, headers, user, "favourite band")
+        if "Radiohead" in r["content"]
+    ]
     params = {"user_id": user, "agent_id": "helper"}
-    assert api_client.delete(f"/v1/memories/{radiohead['id']}", params=params, headers=headers).status_code == 200
-    assert not any("Radiohead" in r["content"] for r in _search(api_client, headers, user, "favourite band"))
+    assert (
+        api_client.delete(
+            f"/v1/memories/{radiohead['id']}", params=params, headers=headers
+        ).status_code
+        == 200
+    )
+    assert not any(
+        "Radiohead" in r["content"] for r in _search(api_client, headers, user, "favourite band")
+    )
 
 
-def test_search_records_access_off_the_request_path(api_client: TestClient, memory_user: tuple) -> None:
+def test_search_records_access_off_the_request_path(
+    api_client: TestClient, memory_user: tuple
+) -> None:
     user, headers, _ = memory_user
     [hit] = _search(api_client, headers, user, "penicillin allergy", top_k=1)
     note_id = uuid.UUID(hit["id"])

@@ -23,7 +23,7 @@ from memory.notes.models import Note
 from tests.integration.sleep_notes import active_current_count, add_notes, indexed_count
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.helpers import bearer
-from tests.unit.sleep.topics import PAIRS
+from tests.unit.sleep.topics import HOLDOUT_PAIRS, PAIRS
 
 pytestmark = pytest.mark.integration
 
@@ -44,6 +44,12 @@ def seed_pairs(
     ]  # fmt: skip
     ids = add_notes(tenant_id, user_id, settings, specs)
     return [(ids[2 * i], ids[2 * i + 1], c) for i, (_, _, c) in enumerate(pairs)]
+
+
+def conflict_rows(tenant_id: str) -> int:
+    with session_scope() as session:
+        count = session.scalar(select(func.count()).where(Conflict.tenant_id == tenant_id))
+    return int(count or 0)
 
 
 def detect(tenant_id: str, user_id: str, settings: Settings, **kw: Any) -> ConflictReport:
@@ -79,8 +85,27 @@ def test_precision_and_recall_on_seeded_contradictions_and_paraphrases(
           f"({report.counts()})")  # fmt: skip
     assert precision >= minimum[0] and recall >= minimum[1]
     assert all(c.a.agent_id != c.b.agent_id for c, _ in report.found)  # cross-agent first
+    # One row per pair, ever: a re-run stores nothing new (it re-checks only the pairs
+    # the heuristics found compatible, which are not stored).
+    rows = conflict_rows(tenant_id)
     again = detect(tenant_id, user_id, settings)
-    assert again.candidates == 0 and again.found == []  # one row per pair, ever
+    assert {v.classification for _, v in again.found} <= {"compatible"}
+    assert conflict_rows(tenant_id) == rows
+
+
+def test_precision_and_recall_on_held_out_pairs(
+    database_url: str, tenant_id: str, user_id: str
+) -> None:
+    """Pairs written after the heuristics were fixed: the figure to trust."""
+    settings = load_settings()
+    seeded = seed_pairs(tenant_id, user_id, settings, HOLDOUT_PAIRS)
+    report = detect(tenant_id, user_id, settings)
+    precision, recall = precision_recall(report, seeded)
+    print(f"\nconflicts held out: precision {precision:.3f} recall {recall:.3f} "
+          f"({report.counts()})")  # fmt: skip
+    # Measured 1.000 / 0.750: ordinals and "prefers X" swaps are called ambiguous, not
+    # contradictory (they stay open for review, so they are not lost).
+    assert precision >= 0.8 and recall >= 0.6
 
 
 def test_the_band_bounds_what_is_compared(database_url: str, tenant_id: str, user_id: str) -> None:
@@ -102,6 +127,7 @@ def test_llm_classifies_when_configured(database_url: str, tenant_id: str, user_
         report = detect(tenant_id, user_id, settings, llm=llm)
     [(_, verdict)] = report.found
     assert verdict.classification == "contradictory" and verdict.method == "llm"
+    assert conflict_rows(tenant_id) == 1
 
 
 @pytest.fixture()
@@ -168,8 +194,9 @@ def test_resolution_closes_the_losing_version_bi_temporally(
     assert both.status_code == 200 and both.json()["a"]["valid_to"] is None
     assert both.json()["b"]["valid_to"] is None
 
-    merged = api_client.post(url.format(merge), headers=bearer(tokens["admin"]), json={
-        "user_id": user_id, "keep": "a", "merged_content": "Bob used to have two children."})  # fmt: skip
+    text = "Bob used to have two children."
+    merged = api_client.post(url.format(merge), headers=bearer(tokens["admin"]),
+                             json={"user_id": user_id, "keep": "a", "merged_content": text})
     assert merged.status_code == 200, merged.text
     new_id = uuid.UUID(merged.json()["resolution"]["merged_note_id"])
     with session_scope() as session:
@@ -177,7 +204,7 @@ def test_resolution_closes_the_losing_version_bi_temporally(
         a = session.get(Note, uuid.UUID(merged.json()["a"]["id"]))
         b = session.get(Note, uuid.UUID(merged.json()["b"]["id"]))
         assert new is not None and a is not None and b is not None
-        assert new.content == "Bob used to have two children." and new.lineage_id == a.lineage_id
+        assert new.content == text and new.lineage_id == a.lineage_id
         assert a.superseded_by == new.id and b.superseded_by == new.id
     assert indexed_count(tenant_id, user_id) == active_current_count(tenant_id, user_id)
 

@@ -203,8 +203,9 @@ def test_hard_delete_leaves_tombstones_and_removes_history_and_links(
         assert "archived longer than 24 h" in stones[ids[1]].reason
         assert stones[ids[0]].reason.startswith(f"earlier version of {ids[1]}")
         actions = session.scalars(
-            select(AuditEvent.action).where(AuditEvent.tenant_id == tenant_id,
-                                            AuditEvent.actor == "decay")  # fmt: skip
+            select(AuditEvent.action).where(
+                AuditEvent.tenant_id == tenant_id, AuditEvent.actor == "decay"
+            )
         ).all()
         assert sorted(actions) == ["note.archived", "note.pruned"]
 

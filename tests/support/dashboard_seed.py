@@ -66,8 +66,11 @@ def _write(api: str, token: str, user_id: str, agent: str, content: str, **opts:
 
 def seed_memory(api: str) -> Seeded:
     tenant = f"t-{uuid.uuid4().hex[:8]}"
-    seeded = Seeded(tenant, f"mira-{uuid.uuid4().hex[:4]}",
-                    {r: make_token(r, tenant) for r in ("agent", "viewer", "operator", "admin")})
+    seeded = Seeded(
+        tenant,
+        f"mira-{uuid.uuid4().hex[:4]}",
+        {r: make_token(r, tenant) for r in ("agent", "viewer", "operator", "admin")},
+    )
     admin = _headers(seeded.tokens["admin"])
     for agent, body in AGENTS.items():
         assert httpx.put(f"{api}/v1/agents/{agent}", json=body, headers=admin).status_code == 200
@@ -113,7 +116,8 @@ def _use(api: str, seeded: Seeded) -> None:
 
 
 def _failures(seeded: Seeded) -> None:
-    authors = {uuid.UUID(seeded.notes["run"]): "coach", uuid.UUID(seeded.notes["knee"]): "travel-agent"}
+    authors = {uuid.UUID(seeded.notes["run"]): "coach",
+               uuid.UUID(seeded.notes["knee"]): "travel-agent"}  # fmt: skip
     a, b = sorted(authors)
     with session_scope() as session:
         session.add(DeadLetter(
@@ -124,4 +128,5 @@ def _failures(seeded: Seeded) -> None:
             tenant_id=seeded.tenant_id, user_id=seeded.user_id, note_a_id=a, note_b_id=b,
             agent_a_id=authors[a], agent_b_id=authors[b], similarity=0.81,
             classification="contradictory",
-            resolution={"detection": {"reason": "same subject (running), opposite claims"}}))  # fmt: skip
+            resolution={"detection": {"reason": "same subject (running), opposite claims"}},
+        ))  # fmt: skip

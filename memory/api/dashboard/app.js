@@ -92,7 +92,12 @@ function userPicker() {
   const list = h("datalist", { id: "user-options" });
   const input = h("input", { id: "user-input", list: "user-options", value: store.user,
     placeholder: "user id", disabled: Boolean(bound), autocomplete: "off",
-    onchange: () => { store.user = input.value.trim(); route(); } });
+    onchange: () => {
+      const value = input.value.trim();
+      if (value === store.user) return; // a blur after typing fires change again
+      store.user = value;
+      route();
+    } });
   loadUsers(list);
   return h("label", { class: "user-picker" }, h("span", {}, "User"), input, list);
 }
@@ -103,11 +108,11 @@ function shell() {
     PAGES.filter((p) => !p.hidden && (!p.minRole || RANK[session.role] >= RANK[p.minRole]))
       .map((p) => h("a", { href: `#/${p.id}`, id: `nav-${p.id}`, dataset: { page: p.id } },
         p.label)));
-  const side = h("aside", { class: "sidebar" },
+  const side = h("aside", { class: "sidebar" }, h("div", { class: "sidebar-inner" },
     h("div", { class: "brand" }, h("span", { class: "logo" }, "M"), "MUMA"), nav,
     h("div", { class: "side-foot" }, session.flower_url
       ? h("a", { href: session.flower_url, target: "_blank", rel: "noopener" }, "Flower ↗")
-      : null, h("a", { href: "/docs", target: "_blank", rel: "noopener" }, "API docs ↗")));
+      : null, h("a", { href: "/docs", target: "_blank", rel: "noopener" }, "API docs ↗"))));
   const top = h("header", { class: "topbar" }, userPicker(),
     h("div", { class: "who" },
       h("span", { id: "role-badge", class: `badge tone-${session.role}` }, session.role),
@@ -119,8 +124,13 @@ function shell() {
     h("div", { id: "toast", class: "toast", role: "status" }));
 }
 
+let renderSeq = 0;
+
+// Each render draws into its own container; a newer route() detaches older ones, so two
+// overlapping renders (hashchange while loading) never mix their content.
 async function route() {
   if (!session) return;
+  renderSeq += 1;
   const parsed = parseHash();
   const page = PAGES.find((p) => p.id === parsed.page) || PAGES[0];
   for (const link of document.querySelectorAll(".nav a")) {
@@ -128,7 +138,8 @@ async function route() {
       (page.id === "note" && link.dataset.page === "memories");
     link.classList.toggle("active", active);
   }
-  const root = clear(document.getElementById("page"));
+  const root = h("div", { class: "page-body", dataset: { render: String(renderSeq) } });
+  clear(document.getElementById("page")).append(root);
   try {
     await page.render(makeContext(parsed), root);
   } catch (error) {

@@ -135,3 +135,16 @@ export function toast(text, tone = "info") {
 export function loading() {
   return h("p", { class: "loading" }, "Loading…");
 }
+
+export function pageHead(title, lead, ...actions) {
+  return h("div", { class: "page-head" },
+    h("div", {}, h("h1", {}, title), lead ? h("p", { class: "lead" }, lead) : null),
+    actions.length ? h("div", { class: "actions" }, actions) : null);
+}
+
+// The note's context line, unless it only repeats the content ("Mira: <content>").
+export function contextLine(note) {
+  const context = (note.context || "").trim();
+  if (!context || context.endsWith(note.content.trim())) return null;
+  return context;
+}

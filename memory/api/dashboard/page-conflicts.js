@@ -65,9 +65,9 @@ export async function renderConflicts(ctx, root) {
   const refresh = async () => {
     try {
       const conflicts = await get("/v1/conflicts", { user_id: ctx.user, status });
-      clear(list).append(conflicts.length
+      clear(list).append(...(conflicts.length
         ? conflicts.map((c) => conflictCard(ctx, c, refresh))
-        : notice(`No ${status} conflicts for ${ctx.user}.`, "muted"));
+        : [notice(`No ${status} conflicts for ${ctx.user}.`, "muted")]));
     } catch (error) { clear(list).append(errorBox(error)); }
   };
   await refresh();

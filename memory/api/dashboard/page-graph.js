@@ -7,6 +7,7 @@ import { needUser } from "./page-memories.js";
 import { badge, card, clear, h, notice, select } from "./dom.js";
 
 const SIZE = 640;
+const MARGIN = 170; // room for labels left and right of the outer ring
 const KIND_TONES = { stable: "#2563eb", preference: "#7c3aed", episodic: "#0891b2",
   ephemeral: "#94a3b8", decision: "#d97706", knowledge: "#059669" };
 
@@ -39,7 +40,19 @@ function layout(graph) {
 }
 
 function label(text) {
-  return text.length > 30 ? `${text.slice(0, 28)}…` : text;
+  return text.length > 34 ? `${text.slice(0, 32)}…` : text;
+}
+
+// Labels sit outside their node, away from the centre, so neighbours rarely overlap.
+function labelPlace(p, isCentre) {
+  if (isCentre) return { x: p.x, y: p.y + 34, "text-anchor": "middle" };
+  const dx = p.x - SIZE / 2;
+  const dy = p.y - SIZE / 2;
+  const len = Math.hypot(dx, dy) || 1;
+  const [ux, uy] = [dx / len, dy / len];
+  const anchor = ux > 0.35 ? "start" : ux < -0.35 ? "end" : "middle";
+  return { x: p.x + ux * 16, y: p.y + uy * 16 + (Math.abs(uy) > 0.6 ? uy * 6 : 0) + 4,
+    "text-anchor": anchor };
 }
 
 function drawing(graph, onSelect, onCentre) {
@@ -53,16 +66,17 @@ function drawing(graph, onSelect, onCentre) {
     const p = pos.get(n.id);
     const group = svg("g", { class: `node${n.id === graph.centre ? " centre" : ""}`,
       "data-note-id": n.id, tabindex: 0 },
-    svg("circle", { cx: p.x, cy: p.y, r: n.id === graph.centre ? 16 : 11,
+    svg("circle", { cx: p.x, cy: p.y, r: n.id === graph.centre ? 19 : 13,
       fill: KIND_TONES[n.kind] || "#64748b", class: n.status === "active" ? "" : "inactive" }),
-    svg("text", { x: p.x, y: p.y + (n.id === graph.centre ? 32 : 26), "text-anchor": "middle",
-      class: "node-label" }, label(n.content)),
+    svg("text", { ...labelPlace(p, n.id === graph.centre), class: "node-label" },
+      label(n.content)),
     svg("title", {}, n.content));
     group.addEventListener("click", () => onSelect(n));
     group.addEventListener("dblclick", () => onCentre(n));
     return group;
   });
-  return svg("svg", { viewBox: `0 0 ${SIZE} ${SIZE}`, class: "graph", id: "graph-svg",
+  return svg("svg", { viewBox: `${-MARGIN} -10 ${SIZE + 2 * MARGIN} ${SIZE + 20}`,
+    class: "graph", id: "graph-svg",
     role: "img", "aria-label": "link graph" }, edges, nodes);
 }
 

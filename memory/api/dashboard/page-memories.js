@@ -1,8 +1,8 @@
 // Memory browser: filters in the URL (#/memories?kind=…), one page of results, paging.
 
 import { get } from "./api.js";
-import { ago, badge, card, clear, errorBox, field, fmtTime, h, loading, notice, num, select,
-  table } from "./dom.js";
+import { ago, badge, card, clear, contextLine, errorBox, field, fmtTime, h, loading, notice,
+  num, pageHead, select, table } from "./dom.js";
 
 const KINDS = ["stable", "preference", "episodic", "ephemeral", "decision", "knowledge"];
 const VISIBILITIES = ["open", "scoped", "private", "user-only"];
@@ -77,7 +77,7 @@ const COLUMNS = (ctx) => [
     h("a", { href: `#/note/${n.id}${ctx.params.get("agent_id")
       ? `?agent_id=${encodeURIComponent(ctx.params.get("agent_id"))}` : ""}`,
     class: "note-link" }, n.content),
-    n.context ? h("div", { class: "muted small" }, n.context) : null,
+    contextLine(n) ? h("div", { class: "muted small" }, contextLine(n)) : null,
     n.pinned ? badge("pinned", "blue") : null) },
   { label: "Kind", render: (n) => badge(n.kind, "grey") },
   { label: "Domain", render: (n) => n.domain },
@@ -90,9 +90,8 @@ const COLUMNS = (ctx) => [
 ];
 
 export async function renderMemories(ctx, root) {
-  root.append(h("h1", {}, "Memories"),
-    h("p", { class: "lead" }, "Every memory of the chosen user that you may see, newest first. ",
-      "B is the ACT-R base-level activation now, R the Ebbinghaus retention."));
+  root.append(pageHead("Memories", "Every memory of the chosen user that you may see, newest " +
+    "first. B is the ACT-R base-level activation now, R the Ebbinghaus retention."));
   if (needUser(ctx, root, "memories")) return;
   const agents = await agentOptions(ctx);
   root.append(card(null, filterForm(ctx, agents)));

@@ -3,7 +3,7 @@
 
 import { ApiError, get, post } from "./api.js";
 import { lineChart } from "./charts.js";
-import { ago, badge, card, clear, fmtTime, h, num, shortId, table,
+import { ago, append, badge, card, clear, contextLine, fmtTime, h, num, shortId, table,
   toast } from "./dom.js";
 
 function noteQuery(ctx) {
@@ -55,20 +55,34 @@ function versions(ctx, history) {
   ], history, { empty: "Only one version." });
 }
 
-function links(graph) {
+// One row per linked memory and kind; a pair of opposite links shows as ↔.
+function linkRows(graph) {
   const nodes = new Map(graph.nodes.map((n) => [n.id, n]));
-  const rows = graph.edges.map((e) => {
+  const rows = new Map();
+  for (const e of graph.edges) {
     const out = e.source === graph.centre;
-    return { ...e, out, other: nodes.get(out ? e.target : e.source) };
-  }).filter((r) => r.other);
+    const other = nodes.get(out ? e.target : e.source);
+    if (!other || other.id === graph.centre) continue;
+    const key = `${other.id}:${e.kind}`;
+    const row = rows.get(key) || { ...e, other, dirs: new Set() };
+    row.dirs.add(out ? "out" : "in");
+    row.weight = Math.max(row.weight, e.weight);
+    rows.set(key, row);
+  }
+  return [...rows.values()].sort((a, b) => b.weight - a.weight);
+}
+
+function links(graph) {
+  const arrow = (r) => (r.dirs.size === 2 ? "↔" : r.dirs.has("out") ? "→" : "←");
   return table([
     { label: "Link", render: (r) => badge(r.kind, "violet") },
-    { label: "Dir.", render: (r) => (r.out ? "→" : "←") },
+    { label: "Dir.", render: arrow },
     { label: "Weight", className: "num", render: (r) => num(r.weight, 2) },
     { label: "Memory", className: "content-cell", render: (r) =>
       h("a", { href: `#/note/${r.other.id}`, class: "note-link" }, r.other.content) },
+    { label: "Status", render: (r) => badge(r.other.status) },
     { label: "By", render: (r) => r.created_by },
-  ], rows, { empty: "No links to memories you may see." });
+  ], linkRows(graph), { empty: "No links to memories you may see." });
 }
 
 function provenance(data) {
@@ -109,13 +123,13 @@ export async function renderNote(ctx, root) {
     optional(get(`/v1/memories/${id}/provenance`, q)),
   ]);
   const rerender = () => renderNote(ctx, clear(root));
-  root.append(
+  append(root, [
     h("div", { class: "crumbs" }, h("a", { href: "#/memories" }, "Memories"), " / ",
       shortId(note.id)),
     h("div", { class: "note-head" },
       h("div", {},
         h("h1", { class: "note-title" }, note.content),
-        note.context ? h("p", { class: "muted" }, note.context) : null,
+        contextLine(note) ? h("p", { class: "muted" }, contextLine(note)) : null,
         h("div", { class: "badges" }, h("span", { id: "note-status" }, badge(note.valid_to
           && note.status !== "deleted" ? "closed" : note.status)), badge(note.kind, "grey"),
         badge(note.domain, "blue"), badge(note.visibility),
@@ -134,8 +148,8 @@ export async function renderNote(ctx, root) {
     card(`Versions (${history.length})`, h("p", { class: "muted small" },
       "Bi-temporal history: an update closes a version (valid to) and never overwrites it."),
     versions(ctx, history)),
-    card(`Links (${graph.edges.length})`, links(graph)),
+    card(`Links (${linkRows(graph).length})`, links(graph)),
     card("Provenance", prov.unavailable ? h("p", { class: "empty" },
       "Raw episodes are shown at user level only.") : provenance(prov)),
-    prov.unavailable ? null : card("Audit trail", events(prov)));
+    prov.unavailable ? null : card("Audit trail", events(prov))]);
 }

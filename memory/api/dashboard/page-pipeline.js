@@ -2,7 +2,7 @@
 // and an on-demand sleep cycle for the chosen user (operators).
 
 import { get, post } from "./api.js";
-import { card, clear, errorBox, fmtTime, h, notice, stat, table, toast,
+import { append, card, clear, errorBox, fmtTime, h, notice, pageHead, stat, table, toast,
   unavailable } from "./dom.js";
 
 const STATUS_ORDER = ["queued", "processing", "done", "failed"];
@@ -12,7 +12,7 @@ function overview(ctx, data) {
     ? h("a", { href: ctx.session.flower_url, target: "_blank", rel: "noopener",
       class: "button ghost", id: "flower-link" }, "Open Flower ↗")
     : h("span", { class: "muted small", id: "flower-link" },
-      "Flower: started by `muma up` (not known for this deployment).");
+      "Flower: not known for this deployment (muma up records its address).");
   return h("div", {},
     card("Episodes by status", h("div", { class: "stats-row" }, STATUS_ORDER.map((s) =>
       stat(s, String(data.episodes[s] ?? 0))), stat("dead letters", String(data.dead_letters)))),
@@ -63,23 +63,23 @@ function sleepCycle(ctx) {
 }
 
 export async function renderPipeline(ctx, root) {
-  root.append(h("h1", {}, "Pipeline"), h("p", { class: "lead" }, "The write path of your ",
-    "tenant: captured episodes, Celery queues and tasks that failed their last attempt."));
-  if (!ctx.features.pipeline) { root.append(unavailable("Pipeline status")); return; }
   const body = h("div", {});
+  const head = pageHead("Pipeline", "The write path of your tenant: captured episodes, " +
+    "Celery queues and tasks that failed their last attempt.");
+  root.append(head);
+  if (!ctx.features.pipeline) { root.append(unavailable("Pipeline status")); return; }
   root.append(body);
   const refresh = async () => {
     try {
       const [status, letters] = await Promise.all([get("/v1/pipeline"),
         ctx.features.dead_letters ? get("/v1/dead-letters") : { dead_letters: [] }]);
-      clear(body).append(overview(ctx, status),
+      append(clear(body), [overview(ctx, status),
         card(`Dead letters (${letters.dead_letters.length})`,
           ctx.can.retry ? null : notice("Retrying needs an operator or admin token.", "muted"),
           deadLetters(ctx, letters.dead_letters, refresh)),
-        sleepCycle(ctx));
+        sleepCycle(ctx)]);
     } catch (error) { clear(body).append(errorBox(error)); }
   };
+  head.append(h("button", { class: "ghost", id: "refresh", onclick: refresh }, "Refresh"));
   await refresh();
-  root.prepend(h("div", { class: "page-actions" },
-    h("button", { class: "ghost", onclick: refresh }, "Refresh")));
 }

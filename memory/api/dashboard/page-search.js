@@ -4,28 +4,32 @@
 
 import { post } from "./api.js";
 import { agentOptions, needUser } from "./page-memories.js";
-import { badge, card, clear, errorBox, field, h, loading, notice, num, select,
+import { badge, card, clear, errorBox, field, h, loading, notice, num, pageHead, select,
   unavailable } from "./dom.js";
 
 const PREVIEW_TIMEOUT_MS = 5000;
 
+function metric(label, value, cls) {
+  return h("div", { class: `metric${cls ? ` ${cls}` : ""}` },
+    h("span", { class: "metric-label" }, label), h("span", { class: "metric-value" }, value));
+}
+
+const fixed = (v) => (v === null || v === undefined ? "—" : Number(v).toFixed(3));
+
 function explanation(result) {
   const e = result.explanation || {};
   const routes = Object.entries(e.routes || {}).sort((a, b) => a[1] - b[1]);
-  const rows = [
-    ["Route ranks", routes.length ? h("span", { class: "routes" }, routes.map(([name, rank]) =>
-      h("span", { class: "route" }, `${name} #${rank}`))) : "—"],
-    ["Relevance", num(e.relevance, 3)],
-    ["Base level B", num(e.base_level, 3)],
-    ["Spreading S", num(e.spreading, 3)],
-    ["Noise ε", num(e.noise, 3)],
-    ["Retention R", num(e.retention, 3)],
-    ["Link spread", num(e.link_spread, 3)],
-    ["Speaker boost", num(e.speaker_boost, 3)],
-    ["Passed threshold", e.threshold_passed === false ? "no" : "yes"],
-  ];
-  return h("table", { class: "explanation" }, h("tbody", {},
-    rows.map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, v)))));
+  const passed = e.threshold_passed !== false;
+  return h("div", { class: "explanation" },
+    h("div", { class: "route-line" }, h("span", {}, "Route ranks"),
+      h("span", { class: "routes" }, routes.length ? routes.map(([name, rank]) =>
+        h("span", { class: "route" }, `${name} #${rank}`)) : "—")),
+    h("div", { class: "metrics" },
+      metric("Relevance", fixed(e.relevance)), metric("Base level B", fixed(e.base_level)),
+      metric("Spreading S", fixed(e.spreading)), metric("Noise ε", fixed(e.noise)),
+      metric("Retention R", fixed(e.retention)), metric("Link spread", fixed(e.link_spread)),
+      metric("Speaker boost", fixed(e.speaker_boost)),
+      metric("Threshold", passed ? "passed" : "not passed", passed ? "" : "no")));
 }
 
 function resultCard(result, index) {
@@ -43,7 +47,7 @@ function resultCard(result, index) {
 function contextPanel(ctx, data, budget) {
   const flag = data.timed_out ? notice("Timed out: the agent would get an empty block.", "warn")
     : null;
-  return card("Injection preview",
+  return h("section", { class: "card sticky" }, h("h2", {}, "Injection preview"),
     h("p", { class: "muted small" }, "Exactly what ",
       h("code", {}, "POST /v1/context"), " returns for this prompt, viewer and budget."),
     h("div", { class: "context-meta" },
@@ -85,10 +89,9 @@ async function runSearch(ctx, form, out) {
 }
 
 export async function renderSearch(ctx, root) {
-  root.append(h("h1", {}, "Search preview"),
-    h("p", { class: "lead" }, "Ask as a chosen agent: see which memories it would get, why ",
-      "(route ranks, relevance, base level, spreading, noise, retention), and the block ",
-      "injected into its prompt. Previews record no access."));
+  root.append(pageHead("Search preview", "Ask as a chosen agent: see which memories it " +
+    "would get, why (route ranks, relevance, base level, spreading, noise, retention), and " +
+    "the block injected into its prompt. Previews record no access."));
   if (!ctx.features.search) { root.append(unavailable("Search")); return; }
   if (needUser(ctx, root, "a search preview")) return;
   const agents = await agentOptions(ctx);

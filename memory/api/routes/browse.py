@@ -51,8 +51,14 @@ def browse_memories(
     """One page of the memories the caller may see, newest first, with B and R now.
     `status`: active (current), archived, deleted, closed (superseded versions) or all."""
     filters = BrowseFilters(
-        author=author, kind=kind, domain=domain, visibility=visibility, status=status,
-        since=since, until=until, text=q,
+        author=author,
+        kind=kind,
+        domain=domain,
+        visibility=visibility,
+        status=status,
+        since=since,
+        until=until,
+        text=q,
     )
     settings, now = get_settings(), utcnow()
     with session_scope() as session:
@@ -98,8 +104,13 @@ def _event(note: Note, kind: str) -> dict[str, Any]:
 
 
 def _change_state(
-    principal: Principal, note_id: uuid.UUID, user_id: str | None, agent_id: str | None,
-    reason: str | None, *, archive: bool,
+    principal: Principal,
+    note_id: uuid.UUID,
+    user_id: str | None,
+    agent_id: str | None,
+    reason: str | None,
+    *,
+    archive: bool,
 ) -> dict[str, Any]:
     operation = archive_note if archive else restore_note
     with session_scope() as session:

@@ -87,9 +87,7 @@ def _template(path: str) -> str:
 def _features(request: Request) -> dict[str, bool]:
     """Which optional areas this deployment serves, read from its OpenAPI document."""
     paths = request.app.openapi().get("paths", {})
-    present = {
-        (method.upper(), _template(path)) for path, ops in paths.items() for method in ops
-    }
+    present = {(method.upper(), _template(path)) for path, ops in paths.items() for method in ops}
     return {name: (m, _template(p)) in present for name, (m, p) in FEATURES.items()}
 
 

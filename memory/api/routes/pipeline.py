@@ -28,7 +28,10 @@ def get_pipeline(principal: PrincipalDep) -> dict[str, Any]:
 
 
 @router.get("/v1/dead-letters")
-def get_dead_letters(principal: PrincipalDep) -> dict[str, Any]:
+def get_dead_letters(
+    principal: Principal = Depends(require_roles("viewer", "operator", "admin")),
+) -> dict[str, Any]:
+    """Failed work of the caller's tenant (it may hold content: not for agent tokens)."""
     with session_scope() as session:
         letters = list_dead_letters(session=session, tenant_id=principal.tenant_id)
         items = [

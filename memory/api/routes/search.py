@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -38,7 +39,9 @@ class SearchIn(Strict):
     top_k: Annotated[int, Field(ge=1, le=50)] = 10
     session_id: Identifier | None = None
     kinds: list[Kind] = Field(default_factory=list, max_length=6)
-    domains: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(default_factory=list, max_length=32)
+    domains: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+        default_factory=list, max_length=32
+    )
     since: datetime | None = None
     until: datetime | None = None
     include_archived: bool = False
@@ -59,33 +62,56 @@ class ContextIn(Strict):
 def _result(hit: SearchHit, sources: list[dict[str, Any]]) -> dict[str, Any]:
     note = hit.note
     return {
-        "id": str(note.id), "content": note.content, "kind": note.kind, "domain": note.domain,
-        "visibility": note.visibility, "speaker": note.speaker, "agent_id": note.agent_id,
-        "occurred_at": note.occurred_at.isoformat(), "score": round(hit.score, 4),
+        "id": str(note.id),
+        "content": note.content,
+        "kind": note.kind,
+        "domain": note.domain,
+        "visibility": note.visibility,
+        "speaker": note.speaker,
+        "agent_id": note.agent_id,
+        "occurred_at": note.occurred_at.isoformat(),
+        "score": round(hit.score, 4),
         "sources": [
-            {"episode_id": str(s["episode_id"]), "occurred_at": s["occurred_at"].isoformat(),
-             "metadata": s["metadata"]}
+            {
+                "episode_id": str(s["episode_id"]),
+                "occurred_at": s["occurred_at"].isoformat(),
+                "metadata": s["metadata"],
+            }
             for s in sources
         ],
         "explanation": hit.explanation(),
     }
 
 
-def _search(principal: Principal, body: SearchIn | ContextIn, query: str, top_k: int,
-            timeout_ms: int | None = None) -> tuple[list[SearchHit], list[dict[str, Any]]]:
+def _search(
+    principal: Principal,
+    body: SearchIn | ContextIn,
+    query: str,
+    top_k: int,
+    timeout_ms: int | None = None,
+) -> tuple[list[SearchHit], list[dict[str, Any]]]:
     settings = get_settings()
     filters = SearchFilters()
     if isinstance(body, SearchIn):
-        filters = SearchFilters(tuple(body.kinds), tuple(body.domains), body.since, body.until,
-                                body.include_archived)
+        filters = SearchFilters(
+            tuple(body.kinds), tuple(body.domains), body.since, body.until, body.include_archived
+        )
     vector = embed_query(query, settings)
     with session_scope() as session:
         if timeout_ms is not None:
             session.execute(text(f"SET LOCAL statement_timeout = {int(timeout_ms)}"))
-        viewer = resolve_viewer(session=session, principal=principal, user_id=body.user_id,
-                                agent_id=body.agent_id)
-        hits = search_notes(session=session, viewer=viewer, query=query, vector=vector,
-                            top_k=top_k, settings=settings, filters=filters)
+        viewer = resolve_viewer(
+            session=session, principal=principal, user_id=body.user_id, agent_id=body.agent_id
+        )
+        hits = search_notes(
+            session=session,
+            viewer=viewer,
+            query=query,
+            vector=vector,
+            top_k=top_k,
+            settings=settings,
+            filters=filters,
+        )
         sources = note_sources(session=session, note_ids=[h.note.id for h in hits])
         results = [_result(h, sources[h.note.id]) for h in hits]
     return hits, results
@@ -99,10 +125,9 @@ def _record(background: BackgroundTasks, note_ids: list[uuid.UUID]) -> None:
 def _enqueue_accesses(note_ids: list[str], at: str) -> None:
     from tasks.maintenance import record_accesses
 
-    try:
+    # Access history is best effort: the answer has already been sent.
+    with contextlib.suppress(Exception):
         record_accesses.apply_async((note_ids, at), retry=False)
-    except Exception:  # access history is best effort; the answer has already been sent
-        pass
 
 
 @router.post("/v1/search")
@@ -116,7 +141,9 @@ def search(body: SearchIn, principal: PrincipalDep, background: BackgroundTasks)
 
 
 @router.post("/v1/context")
-def context(body: ContextIn, principal: PrincipalDep, background: BackgroundTasks) -> dict[str, Any]:
+def context(
+    body: ContextIn, principal: PrincipalDep, background: BackgroundTasks
+) -> dict[str, Any]:
     """The <relevant-memories> block for a prompt, within max_tokens and about timeout_ms."""
     started = time.perf_counter()
     future = _POOL.submit(_search, principal, body, body.prompt, CONTEXT_POOL_SIZE, body.timeout_ms)
@@ -136,9 +163,14 @@ def context(body: ContextIn, principal: PrincipalDep, background: BackgroundTask
     return _context_reply(block, memories, tokens, started, timed_out=False)
 
 
-def _context_reply(block: str, memories: list[dict[str, Any]], tokens: int, started: float,
-                   *, timed_out: bool) -> dict[str, Any]:
+def _context_reply(
+    block: str, memories: list[dict[str, Any]], tokens: int, started: float, *, timed_out: bool
+) -> dict[str, Any]:
     took = round((time.perf_counter() - started) * 1000, 2)
-    return {"context": block, "memories": memories, "tokens": tokens, "took_ms": took,
-            "timed_out": timed_out}
-
+    return {
+        "context": block,
+        "memories": memories,
+        "tokens": tokens,
+        "took_ms": took,
+        "timed_out": timed_out,
+    }

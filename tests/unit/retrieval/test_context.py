@@ -12,8 +12,9 @@ from memory.retrieval.service import SearchHit, _mentioned_speaker
 
 
 def _hit(content: str, day: int = 8) -> SearchHit:
-    note = SimpleNamespace(id=uuid.uuid4(), content=content,
-                           occurred_at=datetime(2023, 5, day, 13, 56, tzinfo=UTC))
+    note = SimpleNamespace(
+        id=uuid.uuid4(), content=content, occurred_at=datetime(2023, 5, day, 13, 56, tzinfo=UTC)
+    )
     return SearchHit(note=note, score=1.0, relevance=1.0, activation=None)  # type: ignore[arg-type]
 
 
@@ -24,15 +25,20 @@ def test_line_carries_the_date_and_collapses_whitespace() -> None:
 
 
 def test_block_never_exceeds_the_budget() -> None:
-    hits = [_hit(f"Memory number {i} about a fairly ordinary thing that happened.") for i in range(50)]
+    hits = [
+        _hit(f"Memory number {i} about a fairly ordinary thing that happened.") for i in range(50)
+    ]
     for budget in (10, 25, 60, 200, 1000):
         block, kept, tokens = build_context(hits, budget)
         assert tokens <= budget
         if block:
             assert block.startswith(OPEN) and block.endswith(CLOSE)
-            assert estimate_tokens(OPEN) + estimate_tokens(CLOSE) + sum(
-                estimate_tokens(memory_line(h)) for h in kept
-            ) == tokens
+            assert (
+                estimate_tokens(OPEN)
+                + estimate_tokens(CLOSE)
+                + sum(estimate_tokens(memory_line(h)) for h in kept)
+                == tokens
+            )
             assert [h.note.content for h in kept] == [h.note.content for h in hits[: len(kept)]]
 
 
