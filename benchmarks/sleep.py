@@ -95,8 +95,22 @@ def _seed(n_notes: int, now: datetime) -> dict[str, float]:
     rows = note_rows(
         Plan(n_notes), tenant_id=TENANT, user_id=USER, now=now, settings=get_settings()
     )
+    engine = get_engine().execution_options(isolation_level="AUTOCOMMIT")
+    # Bulk load without the HNSW indexes, then rebuild them exactly as the schema has them.
+    with engine.connect() as conn:
+        hnsw = conn.execute(
+            text(
+                "SELECT indexname, indexdef FROM pg_indexes WHERE "
+                "tablename = 'notes' AND indexdef LIKE '%USING hnsw%'"
+            )
+        ).all()
+        for name, _ in hnsw:
+            conn.execute(text(f'DROP INDEX "{name}"'))
     _, stats = timed("seeding", lambda: _insert(rows, insert_notes, session_scope))
-    with get_engine().connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+    with engine.connect() as conn:
+        conn.execute(text("SET maintenance_work_mem = '512MB'"))
+        for _, definition in hnsw:
+            conn.execute(text(definition))
         conn.execute(text("VACUUM ANALYZE notes"))
     return stats
 

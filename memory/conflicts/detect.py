@@ -26,9 +26,20 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from memory.clients.llm import LlmClient
+from memory.conflicts.vocabulary import (
+    COLOURS,
+    MONTHS,
+    NEGATIONS,
+    NUMBER_WORDS,
+    OPPOSITES,
+    SAME_SENTIMENT,
+    VALUE_MARKERS,
+    WEEKDAYS,
+)
 from memory.retrieval.text import STOPWORDS
 
 Classification = Literal["compatible", "contradictory", "subsumes", "ambiguous"]
@@ -45,61 +56,6 @@ class Verdict:
     related: bool = True
 
 
-def _words(text: str) -> tuple[str, ...]:
-    return tuple(text.split())
-
-
-NEGATIONS = frozenset(
-    _words(
-        "not no never none nobody nothing nowhere neither nor cannot without don't doesn't "
-        "didn't isn't aren't wasn't weren't can't couldn't won't wouldn't haven't hasn't "
-        "hadn't shouldn't dont doesnt didnt isnt arent wasnt werent cant wont anymore quit "
-        "stopped"
-    )
-)
-OPPOSITES = tuple(
-    tuple(pair.split("/"))
-    for pair in _words(
-        "love/hate loves/hates loved/hated like/dislike likes/dislikes always/never "
-        "married/divorced married/single alive/dead true/false open/closed enjoy/hate "
-        "enjoys/hates allowed/forbidden vegan/omnivore"
-    )
-)
-NUMBER_WORDS = {
-    word: value
-    for value, word in enumerate(
-        _words(
-            "zero one two three four five six seven eight nine ten eleven twelve thirteen "
-            "fourteen fifteen sixteen seventeen eighteen nineteen twenty"
-        )
-    )
-}
-MONTHS = _words(
-    "january february march april may june july august september october november december"
-)
-WEEKDAYS = _words("monday tuesday wednesday thursday friday saturday sunday")
-# A swap inside one of these groups keeps the meaning ("love" / "really enjoy").
-SAME_SENTIMENT = (
-    frozenset(
-        _words(
-            "love loves loved enjoy enjoys enjoyed like likes liked adore adores fond really "
-            "very much"
-        )
-    ),
-    frozenset(_words("hate hates hated dislike dislikes disliked detest detests really very much")),
-)
-COLOURS = frozenset(
-    _words(
-        "red orange yellow green blue purple violet pink brown black white grey gray "
-        "silver gold beige navy"
-    )
-)
-VALUE_MARKERS = frozenset(
-    _words(
-        "is are was were am be been in at from to named called of for as near lives live "
-        "lived works work worked moved studies study born"
-    )
-)
 _APOSTROPHE = "\u2019"
 _TOKEN_RE = re.compile(r"[A-Za-z0-9]+(?:['\u2019][A-Za-z]+)?(?:[.:/-]\d+)*")
 _ISO_DATE_RE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
@@ -180,6 +136,12 @@ def _opposite(a: set[str], b: set[str]) -> tuple[str, str] | None:
 
 def _single_swap(a: list[str], b: list[str]) -> tuple[list[str], list[str], str] | None:
     """The one differing span (a side, b side, word before it), if the rest is equal."""
+    if abs(len(a) - len(b)) > MAX_SLOT_TOKENS:
+        return None
+    only_a = {w.lower() for w in a} - {w.lower() for w in b}
+    only_b = {w.lower() for w in b} - {w.lower() for w in a}
+    if len(only_a) > MAX_SLOT_TOKENS or len(only_b) > MAX_SLOT_TOKENS:
+        return None  # cheap test first: difflib is the costliest step of a pair
     matcher = difflib.SequenceMatcher(a=[w.lower() for w in a], b=[w.lower() for w in b])
     edits = [op for op in matcher.get_opcodes() if op[0] != "equal"]
     if len(edits) != 1 or edits[0][0] != "replace":
@@ -196,14 +158,39 @@ def _leading_name(words: list[str]) -> str | None:
     return next(iter(names(words[:1])), None)
 
 
-def _different_subject(words_a: list[str], words_b: list[str]) -> str | None:
+@dataclass(frozen=True)
+class Features:
+    """What the rules read from one text, computed once per text (a note is in many pairs)."""
+
+    words: tuple[str, ...]
+    content: frozenset[str]
+    topic: frozenset[str]  # content words other than names
+    lead: str | None
+    negated: bool
+    dates: frozenset[str]
+    numbers: frozenset[str]
+
+
+@lru_cache(maxsize=65536)
+def features(text: str) -> Features:
+    words = tokens(text)
+    content = _content(words)
+    return Features(
+        words=tuple(words),
+        content=frozenset(content),
+        topic=frozenset(content - names(words)),
+        lead=_leading_name(words),
+        negated=negated(words),
+        dates=frozenset(dates(text)),
+        numbers=frozenset(numbers(text)),
+    )
+
+
+def _different_subject(a: Features, b: Features) -> str | None:
     """Why the two texts are not about one subject, or None when they are."""
-    lead_a, lead_b = _leading_name(words_a), _leading_name(words_b)
-    if lead_a and lead_b and lead_a != lead_b:
-        return f"different subjects ({lead_a} vs {lead_b})"
-    names_a, names_b = names(words_a), names(words_b)
-    topic_a, topic_b = _content(words_a) - names_a, _content(words_b) - names_b
-    if not topic_a & topic_b and not _opposite(_content(words_a), _content(words_b)):
+    if a.lead and b.lead and a.lead != b.lead:
+        return f"different subjects ({a.lead} vs {b.lead})"
+    if not a.topic & b.topic and not _opposite(set(a.content), set(b.content)):
         return "no shared subject words"
     return None
 
@@ -234,30 +221,28 @@ def classify(
         return Verdict(
             "compatible", f"different speakers ({speaker_a}, {speaker_b})", related=False
         )
-    words_a, words_b = tokens(text_a), tokens(text_b)
-    unrelated = _different_subject(words_a, words_b)
+    a, b = features(text_a), features(text_b)
+    unrelated = _different_subject(a, b)
     if unrelated:
         return Verdict("compatible", unrelated, related=False)
-    if negated(words_a) != negated(words_b):
+    if a.negated != b.negated:
         return Verdict("contradictory", "one statement negates the other")
-    for label, extract in (("dates", dates), ("numbers", numbers)):
-        found_a, found_b = extract(text_a), extract(text_b)
+    for label, found_a, found_b in (("dates", a.dates, b.dates), ("numbers", a.numbers, b.numbers)):
         if found_a and found_b and found_a != found_b:
             shown = f"{_show(found_a)} vs {_show(found_b)}"
             return Verdict("contradictory", f"{label} differ ({shown})")
-    content_a, content_b = _content(words_a), _content(words_b)
-    opposite = _opposite(content_a, content_b)
+    opposite = _opposite(set(a.content), set(b.content))
     if opposite:
         return Verdict("contradictory", f"opposite words ({opposite[0]} / {opposite[1]})")
-    if content_a < content_b or content_b < content_a:
-        broader = "b" if content_a < content_b else "a"
+    if a.content < b.content or b.content < a.content:
+        broader = "b" if a.content < b.content else "a"
         return Verdict("subsumes", "one statement contains the other and adds detail", broader)
-    return _value_verdict(words_a, words_b) or Verdict(
+    return _value_verdict(list(a.words), list(b.words)) or Verdict(
         "compatible", "paraphrase or different facts about one subject"
     )
 
 
-def _show(values: set[str]) -> str:
+def _show(values: set[str] | frozenset[str]) -> str:
     return ", ".join(sorted(values))
 
 

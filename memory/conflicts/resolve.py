@@ -62,6 +62,8 @@ def list_conflicts(
         query = query.where(Conflict.status == status)
     if classification:
         query = query.where(Conflict.classification == classification)
+    else:  # compatible pairs are bookkeeping (classified once), not findings
+        query = query.where(Conflict.classification != "compatible")
     return [(c, a, b) for c, a, b in session.execute(query)]
 
 

@@ -9,12 +9,11 @@ an agent's new note with what exists). A pair is classified once: LLM when confi
 else `detect.classify`, whose first rule drops pairs not about the same subject.
 
 Invariants: one row per unordered pair (note_a_id < note_b_id, unique), so re-runs add
-only new pairs; contradictory/subsumes/ambiguous pairs are stored `open`; compatible
-pairs are stored only when an LLM classified them, as `resolved` with resolution
-{"auto": "compatible"}, so the model is never asked twice (heuristics are cheap to
-re-run, and storing every compatible pair would grow the table with the store); the
-detection reason and method are kept in resolution["detection"]; every stored row is
-audited (`conflict.detected`).
+only new pairs and a pair is classified (and an LLM asked) once; contradictory,
+subsumes and ambiguous pairs are stored `open` and audited (`conflict.detected`);
+compatible pairs are stored `resolved` with resolution {"auto": "compatible"} (a
+bookkeeping row: not audited, not listed unless asked for); the detection reason and
+method are kept in resolution["detection"].
 """
 
 from __future__ import annotations
@@ -33,7 +32,9 @@ from memory.clients.llm import LlmClient
 from memory.config import Settings
 from memory.conflicts.detect import Verdict, classify, classify_with_llm
 from memory.conflicts.models import Conflict
-from memory.consolidation.pipeline import partition, unit_rows
+from memory.consolidation.knowledge import SourceNote
+from memory.consolidation.pipeline import partition
+from memory.consolidation.snapshot import Snapshot, load_snapshot
 from memory.errors import MemoryServiceError
 from memory.notes.models import Note
 from memory.ops.models import AuditEvent
@@ -43,17 +44,9 @@ CANDIDATES_PER_NOTE = 3
 
 
 @dataclass(frozen=True)
-class PairNote:
-    id: uuid.UUID
-    agent_id: str
-    speaker: str | None
-    content: str
-
-
-@dataclass(frozen=True)
 class Candidate:
-    a: PairNote
-    b: PairNote
+    a: SourceNote
+    b: SourceNote
     similarity: float
 
 
@@ -73,43 +66,39 @@ class ConflictReport:
         return out
 
 
-def _load(session: Session, tenant_id: str, user_id: str) -> tuple[list[PairNote], np.ndarray]:
-    rows = session.execute(
-        select(Note.id, Note.agent_id, Note.speaker, Note.content, Note.embedding)
-        .where(
-            Note.tenant_id == tenant_id,
-            Note.user_id == user_id,
-            Note.status == "active",
-            Note.valid_to.is_(None),
-            Note.kind != "knowledge",
-            Note.embedding.is_not(None),
-        )
-        .order_by(Note.id)
-    ).all()
-    notes = [PairNote(r.id, r.agent_id, r.speaker, r.content) for r in rows]
-    vectors = unit_rows(np.stack([r.embedding for r in rows])) if rows else np.zeros((0, 1))
-    return notes, vectors
+def _best_partners(
+    sims: np.ndarray, agents: np.ndarray, low: float, high: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols) of each row's best CANDIDATES_PER_NOTE partners in [low, high].
+
+    Other agents' notes rank first (the +2 lifts any cross-agent cosine above every
+    same-agent one), then higher cosine.
+    """
+    in_band = (sims >= low) & (sims <= high)
+    np.fill_diagonal(in_band, False)
+    priority = np.where(in_band, sims + 2.0 * (agents[:, None] != agents[None, :]), -np.inf)
+    k = min(CANDIDATES_PER_NOTE, len(sims) - 1)
+    if k <= 0:
+        return np.zeros(0, dtype=int), np.zeros(0, dtype=int)
+    top = np.argpartition(-priority, k - 1, axis=1)[:, :k]
+    rows = np.repeat(np.arange(len(sims)), k)
+    cols = top.ravel()
+    keep = np.isfinite(priority[rows, cols])
+    return rows[keep], cols[keep]
 
 
-def band_pairs(notes: list[PairNote], vectors: np.ndarray, settings: Settings) -> list[Candidate]:
+def band_pairs(notes: list[SourceNote], vectors: np.ndarray, settings: Settings) -> list[Candidate]:
     """Candidate pairs in the similarity band, best partners per note, cross-agent first."""
     low, high = settings.sleep.conflict_min_similarity, settings.sleep.conflict_max_similarity
+    codes = {agent: n for n, agent in enumerate(sorted({note.agent_id for note in notes}))}
+    agents = np.asarray([codes[note.agent_id] for note in notes], dtype=int)
     chosen: dict[tuple[int, int], float] = {}
     for part in partition(vectors, settings.sleep.partition_size):
         sims = vectors[part] @ vectors[part].T
-        for row in range(len(part)):
-            band = np.flatnonzero((sims[row] >= low) & (sims[row] <= high))
-            band = band[band != row]
-            if not len(band):
-                continue
-            i = int(part[row])
-            ranked = sorted(
-                band.tolist(),
-                key=lambda c: (notes[int(part[c])].agent_id == notes[i].agent_id, -sims[row, c]),
-            )
-            for col in ranked[:CANDIDATES_PER_NOTE]:
-                j = int(part[col])
-                chosen[(min(i, j), max(i, j))] = float(sims[row, col])
+        rows, cols = _best_partners(sims, agents[part], low, high)
+        for row, col in zip(rows.tolist(), cols.tolist(), strict=True):
+            i, j = int(part[row]), int(part[col])
+            chosen[(min(i, j), max(i, j))] = float(sims[row, col])
     out = []
     for (i, j), similarity in sorted(chosen.items()):
         a, b = (notes[i], notes[j]) if notes[i].id < notes[j].id else (notes[j], notes[i])
@@ -146,10 +135,16 @@ def detect_conflicts(
     now: datetime,
     settings: Settings,
     llm: LlmClient | None = None,
+    snapshot: Snapshot | None = None,
 ) -> ConflictReport:
-    """Find, classify and store the user's new conflict pairs as of `now`."""
+    """Find, classify and store the user's new conflict pairs as of `now`.
+
+    `snapshot` (the user's active notes, read once per sleep cycle) is loaded when absent.
+    """
     report = ConflictReport(tenant_id=tenant_id, user_id=user_id, now=now)
-    notes, vectors = _load(session, tenant_id, user_id)
+    snapshot = snapshot or load_snapshot(session, tenant_id=tenant_id, user_id=user_id)
+    facts = snapshot.where([n.kind != "knowledge" for n in snapshot.notes])
+    notes, vectors = facts.notes, facts.vectors
     report.scanned = len(notes)
     known = _known_pairs(session, tenant_id, user_id)
     candidates = [c for c in band_pairs(notes, vectors, settings) if (c.a.id, c.b.id) not in known]
@@ -160,8 +155,7 @@ def detect_conflicts(
         if not verdict.related:
             continue  # not about the same subject: not a pair worth keeping
         report.found.append((candidate, verdict))
-        if verdict.classification != "compatible" or verdict.method == "llm":
-            stored.append((candidate, verdict))
+        stored.append((candidate, verdict))
     _store(session, report, stored)
     return report
 
@@ -196,6 +190,13 @@ def _store(
     session.execute(
         pg_insert(Conflict).values(rows).on_conflict_do_nothing(constraint="uq_conflicts_pair")
     )
+    findings = [
+        (row, pair)
+        for row, pair in zip(rows, pairs, strict=True)
+        if pair[1].classification != "compatible"
+    ]
+    if not findings:
+        return
     session.execute(
         insert(AuditEvent),
         [
@@ -214,7 +215,7 @@ def _store(
                     "similarity": row["similarity"],
                 },
             }
-            for row, (c, v) in zip(rows, pairs, strict=True)
+            for row, (c, v) in findings
         ],
     )
     session.flush()

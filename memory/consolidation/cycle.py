@@ -25,6 +25,7 @@ from memory.commons.service import refresh_transactive_index
 from memory.config import Settings
 from memory.conflicts.service import ConflictReport, detect_conflicts
 from memory.consolidation.service import ConsolidationReport, consolidate_user
+from memory.consolidation.snapshot import load_snapshot
 from memory.notes.models import Note
 from memory.ops.audit import record_event
 
@@ -107,10 +108,18 @@ def run_sleep_cycle(
     report.decay = sweep_user(**scope, now=now, settings=settings)
     report.seconds["decay"] = _lap(started)
     started = time.perf_counter()
-    report.consolidation = consolidate_user(**scope, now=now, settings=settings, llm=llm)
+    snapshot = load_snapshot(session, tenant_id=tenant_id, user_id=user_id)
+    report.seconds["snapshot"] = _lap(started)
+    started = time.perf_counter()
+    report.consolidation = consolidate_user(
+        **scope, now=now, settings=settings, llm=llm, snapshot=snapshot
+    )
     report.seconds["consolidation"] = _lap(started)
     started = time.perf_counter()
-    report.conflicts = detect_conflicts(**scope, now=now, settings=settings, llm=llm)
+    # Knowledge notes just written are not conflict candidates: the snapshot still holds.
+    report.conflicts = detect_conflicts(
+        **scope, now=now, settings=settings, llm=llm, snapshot=snapshot
+    )
     report.seconds["conflicts"] = _lap(started)
     started = time.perf_counter()
     report.transactive_rows = refresh_transactive_index(**scope)

@@ -44,6 +44,8 @@ class SourceNote:
     importance: float
     occurred_at: datetime
     embedding_model: str | None
+    speaker: str | None = None
+    kind: str = "episodic"
 
 
 @dataclass(frozen=True)
@@ -124,10 +126,12 @@ def build_note(cluster: Cluster, summary: Summary, *, now: datetime, settings: S
         last_access_at=now,
         half_life_hours=initial_half_life("knowledge", settings.activation),
         index_text=f"{summary.content} {' '.join(summary.keywords)}",
-        window_text=summary.content,
+        # A summary has no conversational window: the read path finds it by its own text
+        # and vector (and no second HNSW entry is paid for).
+        window_text=None,
         embed_text=summary.content,
         embedding=centroid,
-        window_embedding=centroid,
+        window_embedding=None,
         embedding_model=sources[0].embedding_model,
     )
     apply_terms(note, note_terms(note))

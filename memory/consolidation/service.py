@@ -8,9 +8,10 @@ Jaccard overlap of their source lineages (≥ MATCH_JACCARD, best pair first, ea
 used once); then create, version or leave each knowledge note.
 
 Invariants: a re-run over an unchanged store changes nothing (same clusters, same
-sources, every match "unchanged"); a changed cluster updates its knowledge note as a
-new version instead of adding a second one; sources stay as they are; a dry run writes
-nothing and calls no LLM.
+sources, every match "unchanged"); a cluster that gained sources updates its knowledge
+note as a new version instead of adding a second one, while one that only lost sources
+(archived by decay) leaves it as it is: what was learned stays learned; sources are never
+changed; a dry run writes nothing and calls no LLM.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from datetime import datetime
 from typing import Literal
 
 import numpy as np
-from sqlalchemy import insert, select
+from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from memory.clients.llm import LlmClient
@@ -44,8 +45,8 @@ from memory.consolidation.pipeline import (
     extractive_summary,
     llm_summary,
     partition,
-    unit_rows,
 )
+from memory.consolidation.snapshot import Snapshot, load_snapshot
 from memory.errors import MemoryServiceError
 from memory.notes.models import Note
 from memory.ops.models import AuditEvent
@@ -85,38 +86,6 @@ class ConsolidationReport:
         for kind in ("created", "updated", "unchanged"):
             out[kind] = sum(1 for c in self.changes if c.action == kind)
         return out
-
-
-def _load_sources(
-    session: Session, tenant_id: str, user_id: str
-) -> tuple[list[SourceNote], np.ndarray]:
-    rows = session.execute(
-        select(
-            Note.id,
-            Note.lineage_id,
-            Note.agent_id,
-            Note.visibility,
-            Note.domain,
-            Note.content,
-            Note.tags,
-            Note.importance,
-            Note.occurred_at,
-            Note.embedding_model,
-            Note.embedding,
-        )
-        .where(
-            Note.tenant_id == tenant_id,
-            Note.user_id == user_id,
-            Note.kind == "episodic",
-            Note.status == "active",
-            Note.valid_to.is_(None),
-            Note.embedding.is_not(None),
-        )
-        .order_by(Note.id)
-    ).all()
-    sources = [SourceNote(*row[:10]) for row in rows]
-    vectors = unit_rows(np.stack([row.embedding for row in rows])) if rows else np.zeros((0, 1))
-    return sources, vectors
 
 
 def find_clusters(
@@ -170,17 +139,24 @@ def consolidate_user(
     settings: Settings,
     llm: LlmClient | None = None,
     dry_run: bool = False,
+    snapshot: Snapshot | None = None,
 ) -> ConsolidationReport:
-    """Cluster the user's episodic notes and create or update knowledge notes as of `now`."""
+    """Cluster the user's episodic notes and create or update knowledge notes as of `now`.
+
+    `snapshot` (the user's active notes, read once per sleep cycle) is loaded when absent.
+    """
     report = ConsolidationReport(tenant_id=tenant_id, user_id=user_id, now=now, dry_run=dry_run)
-    sources, vectors = _load_sources(session, tenant_id, user_id)
+    snapshot = snapshot or load_snapshot(session, tenant_id=tenant_id, user_id=user_id)
+    episodic = snapshot.where([n.kind == "episodic" for n in snapshot.notes])
+    sources, vectors = episodic.notes, episodic.vectors
     report.considered = len(sources)
     clusters = find_clusters(sources, vectors, settings, report)
     existing = knowledge_sources(session, tenant_id=tenant_id, user_id=user_id)
     matches = match_existing(clusters, existing, settings.sleep.cluster_per_domain)
     writes: list[Write] = []
     for (_, cluster), old in zip(clusters, matches, strict=True):
-        if old is not None and existing[old.id][1] == cluster.source_ids:
+        # Sources only lost (archived by decay, say): the knowledge stands unchanged.
+        if old is not None and cluster.source_ids <= existing[old.id][1]:
             report.changes.append(
                 KnowledgeChange("unchanged", old.id, None, len(cluster.sources), old.content)
             )

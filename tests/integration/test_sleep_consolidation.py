@@ -144,6 +144,13 @@ def test_a_changed_cluster_updates_its_knowledge_note_as_a_new_version(
                 Link.kind == "supersedes")) == 1  # fmt: skip
     assert indexed_count(tenant_id, user_id) == active_current_count(tenant_id, user_id)
 
+    # A source archived by decay takes nothing away from what was learned.
+    _, sources = next(iter(knowledge(tenant_id, user_id).values()))
+    with session_scope() as session:
+        session.get(Note, next(iter(sources))).status = "archived"  # type: ignore[union-attr]
+    counts = run(tenant_id, user_id, settings).counts()
+    assert counts["updated"] == counts["created"] == 0
+
 
 def seed_two_domains(tenant_id: str, user_id: str, settings: Settings) -> None:
     """Three topics, each split half in domain "sport", half in domain "health"."""

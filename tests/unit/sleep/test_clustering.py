@@ -28,7 +28,7 @@ def test_partition_covers_every_row_once_within_the_size_bound() -> None:
     parts = partition(vectors, 100)
     covered = np.sort(np.concatenate(parts))
     assert np.array_equal(covered, np.arange(len(vectors)))
-    assert len(parts) >= 12 and max(len(p) for p in parts) <= 200
+    assert len(parts) >= 12 and max(len(p) for p in parts) <= 100
     assert partition(vectors, 5000)[0].tolist() == list(range(len(vectors)))
 
 
