@@ -34,6 +34,7 @@ from benchmarks.ingest_report import (
     profile_rows,
     result_rows,
     summarise_run,
+    write_backlog_csv,
 )
 from benchmarks.pipeline_probe import BacklogSampler, DonePoller
 from benchmarks.profiling import finish_profiles, profile_workers
@@ -254,8 +255,9 @@ def main(argv: list[str] | None = None) -> None:
     if profile := profile_rows(results):
         print_table("py-spy: share of samples under each stage", profile)
     results["rows"] = [vars(r) | {"verdict": r.verdict} for r in rows]
+    backlog = {phase: results[phase].pop("backlog") for phase in ("latency", "sustained")}
     path = write_results("ingest", results, args.json)
-    print(f"results: {path}")
+    print(f"results: {path}; backlog timeline: {write_backlog_csv(path, backlog)}")
 
 
 if __name__ == "__main__":

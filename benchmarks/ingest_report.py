@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import csv
 import os
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from benchmarks.common import Row, fmt, summarise
@@ -206,3 +208,15 @@ def profile_rows(results: dict[str, Any]) -> list[Row]:
             if stage != "samples" and share > 0
         ]
     return rows
+
+
+def write_backlog_csv(json_path: Path, backlog: dict[str, list[dict[str, float]]]) -> Path:
+    """The once-a-second backlog samples of each phase, next to the JSON results."""
+    path = json_path.with_name(json_path.stem + "-backlog.csv")
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["phase", *BACKLOG_FIELDS])
+        for phase, samples in backlog.items():
+            for sample in samples:
+                writer.writerow([phase, *(round(sample[k], 3) for k in BACKLOG_FIELDS)])
+    return path

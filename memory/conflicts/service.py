@@ -187,8 +187,9 @@ def _store(
     if not pairs:
         return
     rows = [_row(report, c, v) for c, v in pairs]
+    # executemany: SQLAlchemy batches the rows under PostgreSQL's parameter limit.
     session.execute(
-        pg_insert(Conflict).values(rows).on_conflict_do_nothing(constraint="uq_conflicts_pair")
+        pg_insert(Conflict).on_conflict_do_nothing(constraint="uq_conflicts_pair"), rows
     )
     findings = [
         (row, pair)

@@ -11,6 +11,8 @@ so it is applied whole or not at all and a retry starts from a clean state; sele
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from zoneinfo import ZoneInfo
@@ -103,27 +105,22 @@ def run_sleep_cycle(
     if not try_user_lock(session, tenant_id, user_id):
         report.skipped = True
         return report
-    scope = {"session": session, "tenant_id": tenant_id, "user_id": user_id}
-    started = time.perf_counter()
-    report.decay = sweep_user(**scope, now=now, settings=settings)
-    report.seconds["decay"] = _lap(started)
-    started = time.perf_counter()
-    snapshot = load_snapshot(session, tenant_id=tenant_id, user_id=user_id)
-    report.seconds["snapshot"] = _lap(started)
-    started = time.perf_counter()
-    report.consolidation = consolidate_user(
-        **scope, now=now, settings=settings, llm=llm, snapshot=snapshot
-    )
-    report.seconds["consolidation"] = _lap(started)
-    started = time.perf_counter()
+    user = {"tenant_id": tenant_id, "user_id": user_id}
+    with _phase(report, "decay"):
+        report.decay = sweep_user(session=session, **user, now=now, settings=settings)
+    with _phase(report, "snapshot"):
+        snapshot = load_snapshot(session, **user)
+    with _phase(report, "consolidation"):
+        report.consolidation = consolidate_user(
+            session=session, **user, now=now, settings=settings, llm=llm, snapshot=snapshot
+        )
     # Knowledge notes just written are not conflict candidates: the snapshot still holds.
-    report.conflicts = detect_conflicts(
-        **scope, now=now, settings=settings, llm=llm, snapshot=snapshot
-    )
-    report.seconds["conflicts"] = _lap(started)
-    started = time.perf_counter()
-    report.transactive_rows = refresh_transactive_index(**scope)
-    report.seconds["transactive"] = _lap(started)
+    with _phase(report, "conflicts"):
+        report.conflicts = detect_conflicts(
+            session=session, **user, now=now, settings=settings, llm=llm, snapshot=snapshot
+        )
+    with _phase(report, "transactive"):
+        report.transactive_rows = refresh_transactive_index(session=session, **user)
     record_event(
         session=session,
         tenant_id=tenant_id,
@@ -137,8 +134,11 @@ def run_sleep_cycle(
     return report
 
 
-def _lap(started: float) -> float:
-    return time.perf_counter() - started
+@contextmanager
+def _phase(report: SleepReport, name: str) -> Iterator[None]:
+    started = time.perf_counter()
+    yield
+    report.seconds[name] = time.perf_counter() - started
 
 
 def maintained_users(session: Session, *, statuses: tuple[str, ...]) -> list[tuple[str, str]]:
