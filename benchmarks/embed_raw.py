@@ -29,7 +29,8 @@ def _line(turn: Turn | None) -> str:
 
 
 def pipeline_texts(turns: Sequence[Turn], settings: Settings) -> list[tuple[str, str]]:
-    """(embed_text, window_text) of the note each turn becomes; turns without one skipped."""
+    """(embed_text, window_text) of the note each turn becomes, as `embed_pending_notes`
+    embeds them (window capped like the pipeline caps it); turns without a note skipped."""
     out: list[tuple[str, str]] = []
     for i, turn in enumerate(turns):
         facts = extract_facts(
@@ -52,8 +53,15 @@ def pipeline_texts(turns: Sequence[Turn], settings: Settings) -> list[tuple[str,
             neighbours=[_line(before), _line(after)],
             settings=settings,
         )
-        out.append((draft.embed_text, draft.window_text))
+        out.append((draft.embed_text, draft.window_text[: _window_cap()]))
     return out
+
+
+def _window_cap() -> int | None:
+    """The pipeline's cap on the embedded window text (None when it has none)."""
+    from memory.notes import pipeline
+
+    return getattr(pipeline, "WINDOW_EMBED_CHARS", None)
 
 
 def raw_settings(settings: Settings, threads: int | None) -> Settings:

@@ -204,6 +204,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         keep=args.keep,
     ) as stack:
         print(f"stack up in {stack.home}; turns: {source}", flush=True)
+        embedding = get_settings().embedding.model_dump(exclude={"api_key"})  # as services see it
         print("phase 1: raw embedding throughput (workers idle)", flush=True)
         raw = raw_phase(turns, args.raw_notes, args.raw_threads)
         poller = DonePoller(stack.database_url)
@@ -233,7 +234,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             poller.stop()
             sampler.stop()
     return summarise_run(
-        {**vars(args), "turns": len(turns), "source": source, "env": env},
+        {**vars(args), "turns": len(turns), "source": source, "env": env, "embedding": embedding},
         raw,
         latency,
         sustained,
@@ -244,9 +245,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    load_before = machine_info()["load_average"]
+    at_start = machine_info()  # the tree and load the services started with
     results = run(args)
-    results["load_before"] = load_before
+    results["load_before"] = at_start["load_average"]
+    results["machine_at_start"] = at_start
     rows = result_rows(results)
     print_table(f"MUMA ingest — {results['config']['source']}", rows)
     print_table(

@@ -132,6 +132,7 @@ def _label(statement: str) -> str:
         ("FROM links", "links"),
         ("note_sources", "sources"),
         ("FROM agents", "agent"),
+        ("WITH seeds", "adjacent_turns"),
         ("notes.id IN", "load_notes"),
     )
     return next((label for needle, label in checks if needle in statement), "other")
@@ -156,7 +157,7 @@ def explain_search(user_id: str, query: str) -> dict[str, str]:
         assert raw is not None
         with raw.cursor() as cursor:
             for statement, params in captured:
-                if not statement.lstrip().upper().startswith("SELECT"):
+                if not statement.lstrip().upper().startswith(("SELECT", "WITH")):
                     continue
                 cursor.execute("EXPLAIN (ANALYZE, BUFFERS, SERIALIZE) " + statement, params)
                 label = _label(statement)

@@ -39,7 +39,7 @@ class _Child:
 
 
 class Supervisor:
-    def __init__(self, specs: list[ProcessSpec], *, report: Reporter, grace_seconds: float = 8.0):
+    def __init__(self, specs: list[ProcessSpec], *, report: Reporter, grace_seconds: float = 6.0):
         self._children = [_Child(spec) for spec in specs]
         self._report = report
         self._grace = grace_seconds
