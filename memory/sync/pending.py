@@ -13,7 +13,7 @@ import uuid
 from sqlalchemy import select
 
 from memory.errors import MemoryServiceError
-from memory.notes.models import NoteSource
+from memory.notes.models import Note, NoteSource
 from memory.notes.service import episode_outcome
 from memory.sync import files as f
 from memory.sync.files import FileEntry
@@ -31,12 +31,27 @@ def resolve_pending(run: SyncRun) -> None:
         except MemoryServiceError:
             del run.state.pending[name]
             continue
-        if status in ("queued", "processing"):
+        if status in ("queued", "processing") or _notes_still_pending(run, pending):
             run.report.pending.append(name)
         elif status == "failed":
             run.report.errors.append(f"{name}: the write path failed; edit the file to retry")
         else:
             _settle(run, name, pending, note_ids)
+
+
+def _notes_still_pending(run: SyncRun, pending: f.PendingEntry) -> bool:
+    """An episode is done once its notes exist; they count only once embedded and decided."""
+    return (
+        run.session.scalar(
+            select(Note.id)
+            .join(NoteSource, NoteSource.note_id == Note.id)
+            .where(
+                NoteSource.episode_id == uuid.UUID(pending.episode_id), Note.status == "pending"
+            )
+            .limit(1)
+        )
+        is not None
+    )
 
 
 def _settle(run: SyncRun, name: str, pending: f.PendingEntry, note_ids: list[uuid.UUID]) -> None:

@@ -58,7 +58,8 @@ else
   if [ ! -f "$OC_DIR/package.json" ]; then
     echo '{"name":"muma-e2e-openclaw","private":true}' > "$OC_DIR/package.json"
   fi
-  (cd "$OC_DIR" && npm install --no-audit --no-fund --loglevel=error "openclaw@$OPENCLAW_VERSION")
+  # npm's summary ("added N packages") goes to stderr: stdout carries only the node path.
+  (cd "$OC_DIR" && npm install --no-audit --no-fund --loglevel=error "openclaw@$OPENCLAW_VERSION") >&2
 fi
 
 echo "$NODE_DIR/bin"

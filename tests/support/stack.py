@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -96,7 +97,11 @@ class Stack:
                 time.sleep(0.2)
         raise RuntimeError(f"API did not start; see {self.home / 'api.log'}")
 
-    def start_worker(self, name: str = "worker", concurrency: int = 2) -> None:
+    def start_worker(
+        self, name: str = "worker", concurrency: int = 2, *, wait: bool = True
+    ) -> None:
+        """Start a worker; with `wait`, return once it answers a control ping (it consumes)."""
+        nodename = f"{name}-{uuid.uuid4().hex[:4]}@{socket.gethostname()}"
         self._spawn(
             name,
             [
@@ -111,11 +116,29 @@ class Stack:
                 "-c",
                 str(concurrency),
                 "-n",
-                f"{name}-{uuid.uuid4().hex[:4]}@%h",
+                nodename,
                 "--loglevel",
                 "INFO",
             ],
         )
+        if wait:
+            self.wait_for_worker(name, nodename)
+
+    def wait_for_worker(self, name: str, nodename: str, timeout: float = 90) -> None:
+        from celery import Celery
+
+        probe = Celery(broker=self.redis_url)
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                replies = probe.control.ping(destination=[nodename], timeout=0.5) or []
+                if any(nodename in reply for reply in replies):
+                    return
+                if self.processes[name].poll() is not None:
+                    break
+        finally:
+            probe.close()
+        raise RuntimeError(f"worker {name} did not start; see {self.home / (name + '.log')}")
 
     def start_beat(self) -> None:
         self._spawn(
