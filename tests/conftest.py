@@ -11,7 +11,6 @@ import contextlib
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -158,26 +157,11 @@ def start_worker(
     env: dict[str, str], *, name: str, concurrency: int = 2
 ) -> subprocess.Popen[bytes]:
     """A real Celery worker process on every queue."""
+    from tests.support.stack import worker_argv
+
     log = open(TEST_HOME / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
     return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "tasks.app",
-            "worker",
-            "-Q",
-            "ingest,embed,llm,maintenance",
-            "-c",
-            str(concurrency),
-            "-n",
-            f"{name}@%h",
-            "--loglevel",
-            "INFO",
-            "--without-gossip",
-            "--without-mingle",
-        ],
+        worker_argv(f"{name}@%h", concurrency),
         cwd=ROOT,
         env=env,
         stdout=log,

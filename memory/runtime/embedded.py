@@ -120,28 +120,21 @@ def redis_executable() -> str:
     return str(path)
 
 
+def redis_argv(data_dir: Path, port: int) -> list[str]:
+    """redis-server on loopback with RDB + AOF persistence in `data_dir`, in the foreground."""
+    return [
+        redis_executable(),
+        *("--bind", "127.0.0.1", "--port", str(port), "--dir", str(data_dir)),
+        *("--appendonly", "yes", "--save", "60 1", "--daemonize", "no"),
+    ]
+
+
 def start_redis(home: Path, *, port: int | None = None) -> tuple[subprocess.Popen[bytes], str]:
     """Start the embedded Redis on loopback; data (RDB + AOF) lives in `$MUMA_HOME/redis`."""
     data_dir = home / "redis"
     data_dir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
-    args = [
-        redis_executable(),
-        "--bind",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--dir",
-        str(data_dir),
-        "--appendonly",
-        "yes",
-        "--save",
-        "60 1",
-        "--daemonize",
-        "no",
-        "--logfile",
-        str(data_dir / "redis.log"),
-    ]
+    args = [*redis_argv(data_dir, port), "--logfile", str(data_dir / "redis.log")]
     process = subprocess.Popen(args, stdin=subprocess.DEVNULL)
     url = f"redis://127.0.0.1:{port}/0"
     wait_for_redis(url, timeout=10)

@@ -15,6 +15,7 @@ from memory.runtime.credentials import ensure_credentials
 from memory.runtime.embedded import (
     free_port,
     read_runtime_file,
+    redis_argv,
     start_postgres,
     stop_postgres,
     wait_for_redis,
@@ -32,25 +33,9 @@ class UpOptions:
 
 
 def _redis_spec(home: Path, port: int, env: dict[str, str]) -> ProcessSpec:
-    from memory.runtime.embedded import redis_executable
-
     data_dir = home / "redis"
     data_dir.mkdir(parents=True, exist_ok=True)
-    argv = [
-        redis_executable(),
-        "--bind",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--dir",
-        str(data_dir),
-        "--appendonly",
-        "yes",
-        "--save",
-        "60 1",
-        "--daemonize",
-        "no",
-    ]
+    argv = redis_argv(data_dir, port)
     return ProcessSpec("redis", argv, env, home / "logs" / "redis.log")
 
 

@@ -109,6 +109,7 @@ def test_capture_survives_redis_outage(stack: Stack, tenant_id: str) -> None:
         assert sorted(stored) == ["queued"] * 5
 
     stack.start_redis()  # same port: workers and beat reconnect; the sweep republishes
+    stack.revive_worker()  # production supervises workers; a crash must not lose a turn
     wait_for_episodes(down_ids, timeout=120)
     _no_duplicates(ids + down_ids)
 

@@ -17,9 +17,17 @@ from pathlib import Path
 
 import httpx
 
-from memory.runtime.embedded import free_port, redis_executable, wait_for_redis
+from memory.runtime.embedded import free_port, redis_argv, wait_for_redis
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def worker_argv(nodename: str, concurrency: int, *, gossip: bool = False) -> list[str]:
+    """A Celery worker on every queue; without gossip and mingle it starts faster."""
+    argv = [sys.executable, "-m", "celery", "-A", "tasks.app", "worker"]
+    argv += ["-Q", "ingest,embed,llm,maintenance", "-c", str(concurrency)]
+    argv += ["-n", nodename, "--loglevel", "INFO"]
+    return argv if gossip else [*argv, "--without-gossip", "--without-mingle"]
 
 
 class Stack:
@@ -57,20 +65,7 @@ class Stack:
     def start_redis(self) -> None:
         data = self.home / "redis"
         data.mkdir(exist_ok=True)
-        self._spawn(
-            "redis",
-            [
-                redis_executable(),
-                "--bind",
-                "127.0.0.1",
-                "--port",
-                str(self.redis_port),
-                "--dir",
-                str(data),
-                "--appendonly",
-                "yes",
-            ],
-        )
+        self._spawn("redis", redis_argv(data, self.redis_port))
         wait_for_redis(self.redis_url, timeout=10)
 
     def start_api(self) -> None:
@@ -102,27 +97,20 @@ class Stack:
     ) -> None:
         """Start a worker; with `wait`, return once it answers a control ping (it consumes)."""
         nodename = f"{name}-{uuid.uuid4().hex[:4]}@{socket.gethostname()}"
-        self._spawn(
-            name,
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "tasks.app",
-                "worker",
-                "-Q",
-                "ingest,embed,llm,maintenance",
-                "-c",
-                str(concurrency),
-                "-n",
-                nodename,
-                "--loglevel",
-                "INFO",
-            ],
-        )
+        self._spawn(name, worker_argv(nodename, concurrency, gossip=True))
         if wait:
             self.wait_for_worker(name, nodename)
+
+    def revive_worker(self, name: str = "worker") -> bool:
+        """Restart a worker that died, as `muma up`'s supervisor (or compose's restart) would.
+
+        kombu 5.x can crash a worker that loses its broker with unacked messages in flight
+        ("Unrecoverable error: AttributeError ... 'hostname'" while restoring them).
+        """
+        if self.processes[name].poll() is None:
+            return False
+        self.start_worker(name)
+        return True
 
     def wait_for_worker(self, name: str, nodename: str, timeout: float = 90) -> None:
         from celery import Celery

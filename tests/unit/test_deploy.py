@@ -48,3 +48,10 @@ def test_worker_listens_on_every_queue() -> None:
 
     worker = _procfile()["worker"]
     assert worker.split("-Q ")[1].split()[0].split(",") == list(QUEUES)
+
+
+def test_long_running_services_are_restarted_and_the_release_step_is_not() -> None:
+    services = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())["services"]
+    for name in ("web", "worker", "beat", "flower"):
+        assert services[name].get("restart") == "unless-stopped", name
+    assert services["release"]["restart"] == "no"
