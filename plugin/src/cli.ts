@@ -41,24 +41,44 @@ function lastOpts(args: unknown[]): Opts {
   return {};
 }
 
+/** What every subcommand shares: the runtime, the output, the request budget and the user. */
+interface CliKit {
+  rt: Runtime;
+  io: CliIO;
+  timeoutMs: number;
+  userOf: (opts: Opts) => string;
+  /** Wrap a command body: its error goes to stderr and sets exit code 1. */
+  run: (fn: (opts: Opts, args: unknown[]) => Promise<void>) => (...args: unknown[]) => Promise<void>;
+}
+
 export function registerMemoryCli(rt: Runtime, ctx: CliContext, io: CliIO = defaultIO): void {
-  const timeoutMs = Math.max(rt.config.toolTimeoutMs, 30_000);
-  const userOf = (opts: Opts): string => {
-    const user = opts.user?.trim() || rt.config.defaultUserId;
-    if (!user) throw new Error("no user: pass --user <id> (or set defaultUserId in the plugin config)");
-    return user;
-  };
-  const run = (fn: (opts: Opts, args: unknown[]) => Promise<void>) => async (...args: unknown[]) => {
-    try {
-      await fn(lastOpts(args), args);
-    } catch (err) {
-      io.err(`muma: ${describeError(err)}`);
-      io.setExitCode(1);
-    }
+  const kit: CliKit = {
+    rt,
+    io,
+    timeoutMs: Math.max(rt.config.toolTimeoutMs, 30_000),
+    userOf: (opts) => {
+      const user = opts.user?.trim() || rt.config.defaultUserId;
+      if (!user) throw new Error("no user: pass --user <id> (or set defaultUserId in the plugin config)");
+      return user;
+    },
+    run: (fn) => async (...args) => {
+      try {
+        await fn(lastOpts(args), args);
+      } catch (err) {
+        io.err(`muma: ${describeError(err)}`);
+        io.setExitCode(1);
+      }
+    },
   };
 
   const memory: CliCommand = ctx.program.command("memory").description("MUMA long-term memory (service at " + rt.config.serviceUrl + ")");
+  addStats(memory, kit);
+  addExport(memory, kit);
+  addConsolidate(memory, kit);
+  addConflicts(memory, kit);
+}
 
+function addStats(memory: CliCommand, { rt, io, timeoutMs, userOf, run }: CliKit): void {
   memory
     .command("stats")
     .description("Show memory counts for a user")
@@ -72,7 +92,9 @@ export function registerMemoryCli(rt: Runtime, ctx: CliContext, io: CliIO = defa
         else io.out(Object.entries(res ?? {}).map(([k, v]) => `${k}: ${typeof v === "object" ? JSON.stringify(v) : String(v)}`).join("\n") || "(no stats)");
       }),
     );
+}
 
+function addExport(memory: CliCommand, { rt, io, timeoutMs, userOf, run }: CliKit): void {
   memory
     .command("export")
     .description("Export a user's memories (JSONL)")
@@ -88,7 +110,9 @@ export function registerMemoryCli(rt: Runtime, ctx: CliContext, io: CliIO = defa
         } else io.out(body);
       }),
     );
+}
 
+function addConsolidate(memory: CliCommand, { rt, io, timeoutMs, userOf, run }: CliKit): void {
   memory
     .command("consolidate")
     .description("Run consolidation (sleep cycle) for a user now")
@@ -100,7 +124,9 @@ export function registerMemoryCli(rt: Runtime, ctx: CliContext, io: CliIO = defa
         io.out(opts.json ? JSON.stringify(res ?? {}, null, 2) : "consolidation queued");
       }),
     );
+}
 
+function addConflicts(memory: CliCommand, { rt, io, timeoutMs, userOf, run }: CliKit): void {
   memory
     .command("conflicts")
     .description("List detected memory conflicts for a user")
@@ -118,12 +144,15 @@ export function registerMemoryCli(rt: Runtime, ctx: CliContext, io: CliIO = defa
           io.out("no conflicts");
           return;
         }
-        for (const c of list as Array<Record<string, unknown>>) {
-          const parts = [c.id, c.status, c.classification, c.similarity !== undefined ? `sim ${String(c.similarity)}` : undefined]
-            .filter((v) => v !== undefined && v !== null)
-            .map(String);
-          io.out(`${parts.join("  ")}\n  A: ${String(c.note_a_content ?? c.note_a ?? c.a ?? "")}\n  B: ${String(c.note_b_content ?? c.note_b ?? c.b ?? "")}`);
-        }
+        for (const c of list as Array<Record<string, unknown>>) io.out(formatConflict(c));
       }),
     );
+}
+
+/** `id  status  class  sim x` then the two notes' contents. */
+function formatConflict(c: Record<string, unknown>): string {
+  const parts = [c.id, c.status, c.classification, c.similarity !== undefined ? `sim ${String(c.similarity)}` : undefined]
+    .filter((v) => v !== undefined && v !== null)
+    .map(String);
+  return `${parts.join("  ")}\n  A: ${String(c.note_a_content ?? c.note_a ?? c.a ?? "")}\n  B: ${String(c.note_b_content ?? c.note_b ?? c.b ?? "")}`;
 }
