@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import Engine, MetaData, create_engine, event
+from sqlalchemy import Engine, MetaData, create_engine, event, func, select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
 from memory.config import Settings, get_settings
-from memory.errors import TransientError
+from memory.errors import InvalidInputError, TransientError
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -114,3 +114,38 @@ def session_scope(settings: Settings | None = None) -> Iterator[Session]:
         raise
     finally:
         session.close()
+
+
+# The non-owner role the API's user-scoped transactions run as (created by migration 0002).
+APP_ROLE = "muma_app"
+
+
+def scope_session(session: Session, *, tenant_id: str, user_id: str) -> None:
+    """Bind the rest of this session's transaction to one tenant and user.
+
+    Invariant: until the transaction ends, the session runs as the non-owner role
+    `muma_app`, so PostgreSQL's row-level security returns and accepts only rows of this
+    tenant and user, whatever the SQL says (defence in depth under `visible_clause`).
+    Both settings are transaction-local (`SET LOCAL`, `set_config(..., true)`): a pooled
+    connection carries nothing into the next transaction.
+    """
+    if not tenant_id or not user_id:
+        raise InvalidInputError("tenant_id and user_id are required to scope a session")
+    # One round trip; set_config('role', ..., true) is SET LOCAL ROLE.
+    session.execute(
+        select(
+            func.set_config("role", APP_ROLE, True),
+            func.set_config("muma.tenant_id", tenant_id, True),
+            func.set_config("muma.user_id", user_id, True),
+        )
+    )
+
+
+@contextmanager
+def scoped_session_for(
+    tenant_id: str, user_id: str, settings: Settings | None = None
+) -> Iterator[Session]:
+    """`session_scope()` whose transaction is bound to one tenant and user (`scope_session`)."""
+    with session_scope(settings) as session:
+        scope_session(session, tenant_id=tenant_id, user_id=user_id)
+        yield session

@@ -1,21 +1,18 @@
-"""Request dependencies: a database session per request and the authenticated principal."""
+"""Request dependencies: the authenticated principal and role checks.
+
+Routes open their own sessions (`session_scope`, or `scoped_session_for` once the user is
+known) so that row-level security is applied where the identity is resolved.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Annotated
 
 from fastapi import Depends, Header, Request
-from sqlalchemy.orm import Session
 
 from memory.access.tokens import Principal, authenticate
 from memory.db import session_scope
 from memory.errors import AccessDeniedError, AuthenticationError
-
-
-def get_session() -> Iterator[Session]:
-    with session_scope() as session:
-        yield session
 
 
 def _bearer(authorization: str | None) -> str | None:
@@ -58,5 +55,4 @@ def require_roles(*roles: str):  # type: ignore[no-untyped-def]
     return check
 
 
-SessionDep = Annotated[Session, Depends(get_session)]
 PrincipalDep = Annotated[Principal, Depends(get_principal)]

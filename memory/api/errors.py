@@ -1,19 +1,62 @@
-"""The one place domain errors become HTTP responses."""
+"""The one place domain errors become HTTP responses, and where their shape is documented.
+
+Every error answers `{"error": <class>, "detail": <text naming the field>, ...}`; request
+validation adds `fields: [{field, message}]`. The OpenAPI document describes that body in
+place of FastAPI's default `HTTPValidationError`, so clients and fuzzers see the truth.
+"""
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from memory.api.middleware import InputGuardMiddleware
 from memory.errors import AuthenticationError, MemoryServiceError
 
 log = logging.getLogger(__name__)
+FASTAPI_BODY_ERROR = "There was an error parsing the body"
+HTTP_ERROR_NAMES = {
+    400: "InvalidInputError",
+    401: "AuthenticationError",
+    403: "AccessDeniedError",
+    404: "NotFoundError",
+    405: "MethodNotAllowedError",
+    413: "InvalidInputError",
+    422: "InvalidInputError",
+}
+
+
+ERROR_BODY: dict[str, Any] = {
+    "title": "ErrorBody",
+    "type": "object",
+    "required": ["error", "detail"],
+    "properties": {
+        "error": {"type": "string", "title": "Error"},
+        "detail": {"type": "string", "title": "Detail"},
+        "fields": {
+            "type": "array",
+            "title": "Fields",
+            "items": {
+                "type": "object",
+                "required": ["field", "message"],
+                "properties": {
+                    "field": {"type": "string", "title": "Field"},
+                    "message": {"type": "string", "title": "Message"},
+                },
+            },
+        },
+    },
+}
 
 
 def install_error_handlers(app: FastAPI) -> None:
+    _document_error_body(app)
+
     @app.exception_handler(MemoryServiceError)
     async def _domain_error(_: Request, exc: MemoryServiceError) -> JSONResponse:
         headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, AuthenticationError) else None
@@ -23,27 +66,53 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = []
-        for item in exc.errors():
-            loc = [str(p) for p in item.get("loc", ()) if p not in ("body", "query", "path")]
-            problems.append({"field": ".".join(loc) or "body", "message": item.get("msg", "")})
+        problems = [_problem(item) for item in exc.errors()]
         detail = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
         return JSONResponse(
             {"error": "InvalidInputError", "detail": detail, "fields": problems}, status_code=422
         )
 
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # Raised by the framework itself: unknown route, wrong method, unreadable body.
+        status, detail = exc.status_code, str(exc.detail)
+        if detail == FASTAPI_BODY_ERROR:
+            # FastAPI's catch-all for a body json.loads could not take (bad UTF-8, nesting).
+            status, detail = 422, "body: malformed JSON (not UTF-8, or nested too deeply)"
+        name = HTTP_ERROR_NAMES.get(status, "HTTPError")
+        return JSONResponse(
+            {"error": name, "detail": detail}, status_code=status, headers=exc.headers
+        )
+
+
+def _problem(item: Any) -> dict[str, str]:
+    """One validation error as {field, message}; malformed JSON is blamed on `body`."""
+    loc = [str(p) for p in item.get("loc", ()) if p not in ("body", "query", "path", "header")]
+    if item.get("type") == "json_invalid":
+        reason = (item.get("ctx") or {}).get("error", "")
+        position = loc[0] if loc else "?"
+        return {"field": "body", "message": f"malformed JSON at position {position}: {reason}"}
+    return {"field": ".".join(loc) or "body", "message": str(item.get("msg", ""))}
+
 
 def install_body_limit(app: FastAPI) -> None:
-    """Refuse bodies over api.max_body_bytes with 413 before reading them."""
-    from memory.config import get_settings
+    """Guard what a request may carry: 413 past api.max_body_bytes, 422 for values
+    PostgreSQL cannot store (NUL, lone surrogates, NaN; see `InputGuardMiddleware`)."""
+    app.add_middleware(InputGuardMiddleware)
 
-    @app.middleware("http")
-    async def _limit(request: Request, call_next):  # type: ignore[no-untyped-def]
-        limit = get_settings().api.max_body_bytes
-        length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > limit):
-            return JSONResponse(
-                {"error": "InvalidInputError", "detail": f"body: larger than {limit} bytes"},
-                status_code=413,
-            )
-        return await call_next(request)
+
+def _document_error_body(app: FastAPI) -> None:
+    """Every documented 422 refers to `HTTPValidationError`: describe our body under it."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = generate()
+            schemas = document.get("components", {}).get("schemas", {})
+            if "HTTPValidationError" in schemas:
+                schemas["HTTPValidationError"] = ERROR_BODY
+                schemas.pop("ValidationError", None)
+            app.openapi_schema = document
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

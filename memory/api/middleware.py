@@ -1,5 +1,7 @@
-"""Per-request observability: a request id (X-Request-ID), the latency histogram per route
-template, and one structured access-log line per request.
+"""Per-request middleware: observability, and the guard on what a request may carry.
+
+Observability: a request id (X-Request-ID), the latency histogram per route template, and
+one structured access-log line per request.
 
 Invariants: pure ASGI (no BaseHTTPMiddleware), so streaming and server-sent-event
 responses pass through untouched; the route label is the matched route's template
@@ -10,13 +12,17 @@ made of safe characters, otherwise a new one is issued.
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 import re
 import time
 import uuid
 from typing import Any
+from urllib.parse import parse_qsl
 
-from starlette.datastructures import MutableHeaders
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memory.ops.logs import REQUEST_ID
@@ -89,3 +95,132 @@ class ObservabilityMiddleware:
                 },
             )
             REQUEST_ID.reset(token)
+
+
+# A JSON escape that may decode to NUL or to half of a surrogate pair.
+_SUSPECT_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
+
+
+# Python's json accepts these non-standard literals; jsonb does not.
+_NON_FINITE = (b"NaN", b"Infinity")
+
+
+# NUL or a lone surrogate (json.loads pairs valid ones): PostgreSQL stores neither.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _unstorable(text: str) -> bool:
+    return _UNSTORABLE.search(text) is not None
+
+
+def query_problem(query_string: bytes) -> str | None:
+    """The first query parameter holding a NUL character, as "<name>: <why>"."""
+    if b"%00" not in query_string.lower() and b"\x00" not in query_string:
+        return None
+    for name, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+        if "\x00" in name or "\x00" in value:
+            field = name if "\x00" not in name else "query"
+            return f"{field}: must not contain NUL characters"
+    return None
+
+
+def json_problem(body: bytes) -> str | None:
+    """The first value (or key) of a JSON body that cannot be stored, as "<path>: <why>":
+    a string with NUL or a lone surrogate, or NaN/Infinity.
+
+    Only bodies holding a suspect escape or literal are parsed; one that does not parse
+    is left to the route, which reports it as malformed.
+    """
+    escaped = b"\\u" in body and _SUSPECT_ESCAPE.search(body) is not None
+    if not escaped and not any(literal in body for literal in _NON_FINITE):
+        return None
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    stack: list[tuple[list[str], Any]] = [([], document)]
+    while stack:  # iterative: a deeply nested body must not exhaust the Python stack
+        path, value = stack.pop()
+        where = ".".join(path) or "body"
+        if isinstance(value, str) and _unstorable(value):
+            return f"{where}: must not contain NUL characters or lone surrogates"
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{where}: must be a finite number"
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if _unstorable(key):
+                    return f"{where}: keys must not contain NUL characters or lone surrogates"
+                stack.append(([*path, key], item))
+        elif isinstance(value, list):
+            stack.extend(([*path, str(i)], item) for i, item in enumerate(value))
+    return None
+
+
+def _refusal(status: int, detail: str) -> JSONResponse:
+    return JSONResponse({"error": "InvalidInputError", "detail": detail}, status_code=status)
+
+
+class InputGuardMiddleware:
+    """What a request may carry, checked before any route runs.
+
+    Invariants: a body over api.max_body_bytes gets 413, by its Content-Length before a
+    byte is read, else by counting while it is read (chunked, or a lying header); a NUL
+    character in the query string, or a NUL, lone surrogate or NaN/Infinity anywhere in a
+    JSON body, gets 422 naming the field, since PostgreSQL cannot store them and the
+    request would otherwise end in a 500 deep inside a route. The body is buffered
+    (every route reads it whole anyway) and handed on unchanged. Pure ASGI: responses
+    stream untouched.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        from memory.config import get_settings
+
+        limit = get_settings().api.max_body_bytes
+        too_large = _refusal(413, f"body: larger than {limit} bytes")
+        length = Headers(scope=scope).get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > limit):
+            await too_large(scope, receive, send)
+            return
+        problem = query_problem(scope.get("query_string", b""))
+        if problem is not None:
+            await _refusal(422, problem)(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client left before sending its body
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > limit:
+                await too_large(scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        problem = json_problem(body)
+        if problem is not None:
+            await _refusal(422, problem)(scope, receive, send)
+            return
+        await self.app(scope, _replay(body, receive), send)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A receive that hands over the buffered body once, then the client's own messages."""
+    delivered = False
+
+    async def replayed() -> Message:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed

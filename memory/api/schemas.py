@@ -41,6 +41,24 @@ def _check_content(value: str) -> str:
 
 
 Content = Annotated[str, AfterValidator(_check_content)]
+METADATA_MAX_DEPTH = 32
+
+
+def _check_metadata(value: dict[str, Any]) -> dict[str, Any]:
+    """Free-form metadata, but shallow enough to store and serialise (Redis, JSONB)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > METADATA_MAX_DEPTH:
+            raise ValueError(f"must not be nested more than {METADATA_MAX_DEPTH} levels deep")
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return value
+
+
+Metadata = Annotated[dict[str, Any], AfterValidator(_check_metadata)]
 
 
 def _aware(value: datetime | None) -> datetime | None:
@@ -61,7 +79,7 @@ class EpisodeIn(Strict):
     content: Content
     speaker: Annotated[str, Field(min_length=1, max_length=128)] | None = None
     occurred_at: datetime | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: Metadata = Field(default_factory=dict)
     idempotency_key: Annotated[str, Field(min_length=1, max_length=256)] | None = None
 
     @field_validator("occurred_at")
@@ -92,7 +110,7 @@ class MemoryIn(Strict):
     pinned: bool = False
     ttl: Ttl | None = None
     speaker: Annotated[str, Field(min_length=1, max_length=128)] | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: Metadata = Field(default_factory=dict)
 
 
 class MemoryAccepted(BaseModel):

@@ -23,39 +23,25 @@ from memory.activation.model import ActivationBreakdown, make_noise_rng, score_a
 from memory.config import Settings
 from memory.notes.models import Note
 from memory.retrieval import routes as r
+from memory.retrieval.candidates import (  # noqa: F401 - the read path's public names
+    ALL_ROUTES,
+    DEFAULT_ROUTES,
+    ROUTE_LIMIT,
+    SearchOptions,
+    run_routes,
+)
 from memory.retrieval.fusion import fuse, to_relevance
 from memory.retrieval.mmr import mmr
-from memory.retrieval.text import analyse, verbatim_tokens
 from memory.types import utcnow
 
-ROUTE_LIMIT = 100
 LINK_SEEDS = 10
 LINK_FACTOR = 0.5
 SPEAKER_BOOST = 0.2
 VERBATIM_BOOST = 0.5
 MMR_LAMBDA = 0.7
-ALL_ROUTES = ("dense", "dense_window", "bm25", "bm25_window", "verbatim", "neighbours", "links")
-# Link expansion measured -0.005 to -0.02 R@10 on LoCoMo (benchmarks/README.md), so it is
-# available but off by default.
-DEFAULT_ROUTES = tuple(route for route in ALL_ROUTES if route != "links")
 # Candidates scored per query after fusion: ranks below this never reached the top 20.
 SCORED_CANDIDATES = 150
 NEIGHBOUR_SEEDS = 60
-
-
-@dataclass(frozen=True)
-class SearchOptions:
-    """Which parts of the read path run (the benchmark's ablation switches them off)."""
-
-    routes: tuple[str, ...] = DEFAULT_ROUTES
-    speaker_prior: bool = True
-    activation: bool = True
-    mmr: bool = True
-    fusion: str = "zscore"
-    # Share of the best adjacent turn's relevance added to a note's (context in the score).
-    neighbour_weight: float = 0.3
-    # Share of a linked strong candidate's relevance a note receives (one hop).
-    link_weight: float = 0.5
 
 
 @dataclass
@@ -92,37 +78,6 @@ def _ranks(scores: dict[uuid.UUID, float]) -> dict[uuid.UUID, int]:
         note_id: rank
         for rank, (note_id, _) in enumerate(sorted(scores.items(), key=lambda kv: -kv[1]), start=1)
     }
-
-
-def run_routes(
-    session: Session,
-    viewer: Viewer,
-    query: str,
-    vector: np.ndarray | None,
-    filters: r.SearchFilters,
-    options: SearchOptions,
-) -> dict[str, dict[uuid.UUID, float]]:
-    where = r.base_conditions(viewer, filters)
-    found: dict[str, dict[uuid.UUID, float]] = {}
-    if vector is not None and "dense" in options.routes:
-        found["dense"] = r.dense_route(session, where, vector, limit=ROUTE_LIMIT, window=False)
-    if vector is not None and "dense_window" in options.routes:
-        found["dense_window"] = r.dense_route(
-            session, where, vector, limit=ROUTE_LIMIT, window=True
-        )
-    if {"bm25", "bm25_window"} & set(options.routes):
-        terms = r.load_query_terms(session, viewer, analyse(query))
-        if "bm25" in options.routes:
-            found["bm25"] = r.bm25_route(session, where, terms, limit=ROUTE_LIMIT, window=False)
-        if "bm25_window" in options.routes:
-            found["bm25_window"] = r.bm25_route(
-                session, where, terms, limit=ROUTE_LIMIT, window=True
-            )
-    if "verbatim" in options.routes:
-        found["verbatim"] = r.verbatim_route(
-            session, where, verbatim_tokens(query), limit=ROUTE_LIMIT
-        )
-    return found
 
 
 def _load_notes(session: Session, note_ids: list[uuid.UUID]) -> dict[uuid.UUID, Note]:
@@ -174,12 +129,12 @@ def search_notes(
             fused.get(note_id, min(fused.values(), default=0.0)) + VERBATIM_BOOST * matched
         )
     relevance = to_relevance(fused) if fused else {}
-    if "neighbours" in options.routes and relevance:
+    if "neighbours" in options.routes and relevance and _allows(options, "neighbours"):
         relevance = _smooth_by_neighbours(
             session, viewer, filters, relevance, options.neighbour_weight
         )
     links: dict[uuid.UUID, tuple[float, uuid.UUID]] = {}
-    if "links" in options.routes and relevance:
+    if "links" in options.routes and relevance and _allows(options, "links"):
         seeds = dict(sorted(relevance.items(), key=lambda kv: -kv[1])[:LINK_SEEDS])
         links = r.linked_route(
             session, r.base_conditions(viewer, filters), seeds, limit=ROUTE_LIMIT
@@ -194,6 +149,10 @@ def search_notes(
     notes = _load_notes(session, best)
     hits = _score(notes, relevance, found, links, query, now, settings, options)
     return _select(hits, top_k, options)
+
+
+def _allows(options: SearchOptions, step: str) -> bool:
+    return options.deadline is None or options.deadline.allows(step)
 
 
 def _smooth_by_neighbours(

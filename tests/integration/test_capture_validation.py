@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
@@ -23,6 +25,13 @@ def _episode(owner: str, **overrides: object) -> dict[str, object]:
     }
     base.update(overrides)
     return {k: v for k, v in base.items() if v is not None}
+
+
+def _nested(depth: int) -> dict[str, object]:
+    value: dict[str, object] = {"leaf": True}
+    for _ in range(depth - 1):
+        value = {"child": value}
+    return value
 
 
 def _stored(user_id: str) -> int:
@@ -48,6 +57,12 @@ def _stored(user_id: str) -> int:
         ({"occurred_at": "yesterday-ish"}, "occurred_at"),
         ({"metadata": "not an object"}, "metadata"),
         ({"surprise": 1}, "surprise"),
+        # Values PostgreSQL cannot store (text, jsonb): each was a 500 before the guard.
+        ({"metadata": {"note": "a\x00b"}}, "metadata.note"),
+        ({"metadata": {"n": float("nan")}}, "metadata.n"),
+        ({"speaker": "\x00"}, "speaker"),
+        ({"content": "half a pair \ud83d"}, "content"),
+        ({"metadata": _nested(40)}, "metadata"),
     ],
 )
 def test_bad_episode_is_rejected_naming_the_field(
@@ -58,7 +73,9 @@ def test_bad_episode_is_rejected_naming_the_field(
     field: str,
 ) -> None:
     body = _episode(user_id, **overrides)
-    response = api_client.post("/v1/episodes", json=body, headers=bearer(tokens["agent"]))
+    # json.dumps writes NaN and escapes a lone surrogate, as a careless client would.
+    headers = {**bearer(tokens["agent"]), "Content-Type": "application/json"}
+    response = api_client.post("/v1/episodes", content=json.dumps(body), headers=headers)
     assert response.status_code in (400, 422), response.text
     assert field in response.json()["detail"]
     assert _stored(user_id) == 0

@@ -197,3 +197,47 @@ def test_search_records_access_off_the_request_path(
     before = accesses()
     _search(api_client, headers, user, "penicillin allergy", top_k=1)
     wait_until(lambda: accesses() > before, timeout=30)
+
+
+def test_an_exhausted_budget_keeps_the_first_route_and_names_what_it_skipped(
+    memory_user: tuple,
+) -> None:
+    from memory.access.policy import Viewer
+    from memory.clients.embedder import embed_query
+    from memory.config import get_settings
+    from memory.retrieval.budget import Deadline
+    from memory.retrieval.service import SearchOptions, search_notes
+
+    user, _, tenant = memory_user
+    settings = get_settings()
+    query = "the beagle Biscuit"
+    deadline = Deadline(at=0.0)  # already past: only the strongest route may run
+    with session_scope() as session:
+        hits = search_notes(
+            session=session,
+            viewer=Viewer(tenant_id=tenant, user_id=user, agent_id="helper"),
+            query=query,
+            vector=embed_query(query, settings),
+            top_k=5,
+            settings=settings,
+            options=SearchOptions(deadline=deadline),
+        )
+    assert hits and "Biscuit" in hits[0].note.content
+    assert all(set(hit.routes) == {"bm25"} for hit in hits), [h.routes for h in hits]
+    assert deadline.partial
+    assert deadline.skipped == ["dense", "verbatim", "bm25_window", "dense_window", "neighbours"]
+
+
+def test_context_within_its_budget_is_complete(
+    api_client: TestClient, memory_user: tuple
+) -> None:
+    user, headers, _ = memory_user
+    body = {
+        "user_id": user,
+        "agent_id": "helper",
+        "session_id": "s-budget",
+        "prompt": "What is the name of my dog?",
+        "timeout_ms": 30000,
+    }
+    reply = api_client.post("/v1/context", json=body, headers=headers).json()
+    assert reply["timed_out"] is False and "Biscuit" in reply["context"], reply

@@ -33,6 +33,8 @@ async def read_json(request: Request) -> Any:
         return json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"body: malformed JSON ({exc})") from exc
+    except RecursionError as exc:
+        raise InvalidInputError("body: JSON nested too deeply") from exc
 
 
 def parse_episodes(body: Any) -> list[EpisodeIn]:

@@ -13,7 +13,7 @@ from memory.access.tokens import Principal
 from memory.api.deps import PrincipalDep
 from memory.api.identity import resolve_viewer
 from memory.api.schemas import Identifier
-from memory.db import session_scope
+from memory.db import scoped_session_for, session_scope
 from memory.ops.export import export_chunks
 from memory.ops.users import require_known_user
 
@@ -36,12 +36,17 @@ def _viewer(principal: Principal, user_id: str | None, agent_id: str | None) -> 
 
 
 def _stream(viewer: Viewer, fmt: str) -> Iterator[str]:
-    # Its own transaction, held while the response streams (one consistent snapshot).
-    with session_scope() as session:
+    # Its own transaction, held while the response streams (one consistent snapshot),
+    # bound to the viewer's tenant and user like the one `resolve_viewer` scoped.
+    with scoped_session_for(viewer.tenant_id, viewer.user_id) as session:
         yield from export_chunks(session=session, viewer=viewer, fmt=fmt)
 
 
-@router.get("/v1/export")
+@router.get(
+    "/v1/export",
+    response_class=StreamingResponse,
+    responses={200: {"content": {media: {} for media in MEDIA_TYPES.values()}}},
+)
 def export(
     principal: PrincipalDep,
     user_id: Annotated[Identifier | None, Query()] = None,

@@ -23,7 +23,7 @@ from memory.commons.events import publish_events
 from memory.config import get_settings
 from memory.conflicts.models import Conflict
 from memory.conflicts.resolve import list_conflicts, resolve_conflict
-from memory.db import session_scope
+from memory.db import scoped_session_for, session_scope
 from memory.errors import AccessDeniedError, InvalidInputError
 from memory.notes.models import Note
 from memory.ops.audit import record_event
@@ -182,10 +182,10 @@ def post_consolidate(
         raise AccessDeniedError("token is bound to another user", user_id=user_id)
     if not user_id:
         raise InvalidInputError("user_id: field required")
-    with session_scope() as session:
+    with scoped_session_for(principal.tenant_id, user_id) as session:
         require_known_user(session=session, tenant_id=principal.tenant_id, user_id=user_id)
     task_id = enqueue_sleep_cycle(principal.tenant_id, user_id)
-    with session_scope() as session:
+    with scoped_session_for(principal.tenant_id, user_id) as session:
         record_event(
             session=session,
             tenant_id=principal.tenant_id,

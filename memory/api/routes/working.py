@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from memory.api.deps import PrincipalDep
 from memory.api.identity import require_writer, resolve_viewer
-from memory.api.schemas import Content, Identifier, Role, Strict
+from memory.api.schemas import Content, Identifier, Metadata, Role, Strict
 from memory.clients.redis import get_redis
 from memory.config import get_settings
 from memory.db import session_scope
@@ -42,7 +42,7 @@ SessionId = Annotated[Identifier, Path()]
 class WorkingItemIn(Strict):
     content: Content
     activation: float = Field(1.0, ge=0, le=1000)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: Metadata = Field(default_factory=dict)
     role: Role = "assistant"
     speaker: Annotated[str, Field(min_length=1, max_length=128)] | None = None
 

@@ -1,0 +1,88 @@
+"""Candidate routes of the read path and the switches that choose them.
+
+Invariant: every route applies the access rules and the filters in SQL
+(`routes.base_conditions`), so no candidate the viewer may not see is ever produced.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from memory.access.policy import Viewer
+from memory.retrieval import routes as r
+from memory.retrieval.budget import Deadline
+from memory.retrieval.text import analyse, verbatim_tokens
+
+ROUTE_LIMIT = 100
+ALL_ROUTES = ("dense", "dense_window", "bm25", "bm25_window", "verbatim", "neighbours", "links")
+# Link expansion measured -0.005 to -0.02 R@10 on LoCoMo (benchmarks/README.md), so it is
+# available but off by default.
+DEFAULT_ROUTES = tuple(route for route in ALL_ROUTES if route != "links")
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """Which parts of the read path run (the benchmark's ablation switches them off)."""
+
+    routes: tuple[str, ...] = DEFAULT_ROUTES
+    speaker_prior: bool = True
+    activation: bool = True
+    mmr: bool = True
+    fusion: str = "zscore"
+    # Share of the best adjacent turn's relevance added to a note's (context in the score).
+    neighbour_weight: float = 0.3
+    # Share of a linked strong candidate's relevance a note receives (one hop).
+    link_weight: float = 0.5
+    # The read's time budget (/v1/context): optional steps are skipped once it has run out.
+    deadline: Deadline | None = None
+
+
+def run_routes(
+    session: Session,
+    viewer: Viewer,
+    query: str,
+    vector: np.ndarray | None,
+    filters: r.SearchFilters,
+    options: SearchOptions,
+) -> dict[str, dict[uuid.UUID, float]]:
+    """Each enabled route's candidates; past `options.deadline` only the first one runs.
+
+    Strongest routes first (BM25 alone is the best single route on LoCoMo), so a read cut
+    short by its budget still has the candidates that matter most.
+    """
+    where = r.base_conditions(viewer, filters)
+    terms: list[Any] | None = None
+
+    def bm25(window: bool) -> dict[uuid.UUID, float]:
+        nonlocal terms
+        if terms is None:
+            terms = r.load_query_terms(session, viewer, analyse(query))
+        return r.bm25_route(session, where, terms, limit=ROUTE_LIMIT, window=window)
+
+    def dense(window: bool) -> dict[uuid.UUID, float]:
+        if vector is None:
+            return {}
+        return r.dense_route(session, where, vector, limit=ROUTE_LIMIT, window=window)
+
+    steps = {
+        "bm25": lambda: bm25(False),
+        "dense": lambda: dense(False),
+        "verbatim": lambda: r.verbatim_route(
+            session, where, verbatim_tokens(query), limit=ROUTE_LIMIT
+        ),
+        "bm25_window": lambda: bm25(True),
+        "dense_window": lambda: dense(True),
+    }
+    found: dict[str, dict[uuid.UUID, float]] = {}
+    for name, run in steps.items():
+        if name not in options.routes or (vector is None and name.startswith("dense")):
+            continue
+        if found and options.deadline is not None and not options.deadline.allows(name):
+            continue
+        found[name] = run()
+    return found
