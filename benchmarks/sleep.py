@@ -1,15 +1,18 @@
 """Sleep-cycle benchmark: one user with 100k notes; sweep and cycle durations, peak memory.
 
-    .venv/bin/python -m benchmarks.sleep [--notes 100000] [--database-url URL]
+    .venv/bin/python -m benchmarks.sleep [--notes 100000] [--new-notes N] [--database-url URL]
 
 Starts an embedded PostgreSQL in a temporary MUMA_HOME (unless --database-url), seeds
 one user (benchmarks/sleep_data.py), then times, in this process, the domain functions
 the maintenance tasks call, each in its own transaction as the task does:
 
-0. the first sweep of the never-swept store (a day ago: it archives the backlog),
-1. `muma decay --dry-run` (read only), 2. tonight's sleep cycle (decay, the first
-consolidation, conflict detection, transactive index, stream events built), 3. the
-next night's cycle (what a steady night costs), 4. an hourly decay sweep.
+0. the first sweep of the never-swept store (a day ago: it archives the backlog), then
+VACUUM ANALYZE notes (what autovacuum does during that day), 1. `muma decay --dry-run`
+(read only), 2. tonight's sleep cycle (decay, the first consolidation, the first full
+conflict scan, transactive index, stream events built), 3. a day of new notes is
+written (--new-notes, default 1% of the store, on existing topics; not part of a
+cycle), 4. the next night's cycle (what a steady night costs: incremental conflict
+scan, knowledge notes updated), 5. an hourly decay sweep.
 
 Peak memory is this process's peak RSS while a step runs (sampled every 20 ms; the
 PostgreSQL server's memory is not included). Results: a table, and
@@ -85,7 +88,7 @@ def _database(args: argparse.Namespace, home: Path) -> None:
     upgrade_database()
 
 
-def _seed(n_notes: int, now: datetime) -> dict[str, float]:
+def _seed(n_notes: int, now: datetime, *, partial_hnsw: bool = False) -> dict[str, float]:
     from sqlalchemy import text
 
     from benchmarks.sleep_data import Plan, insert_notes, note_rows
@@ -110,26 +113,34 @@ def _seed(n_notes: int, now: datetime) -> dict[str, float]:
     with engine.connect() as conn:
         conn.execute(text("SET maintenance_work_mem = '512MB'"))
         for _, definition in hnsw:
-            conn.execute(text(definition))
+            # Experiment (see README): only active, current notes in the HNSW graphs, so
+            # archiving a note or closing a version inserts nothing into them.
+            extra = " WHERE status = 'active' AND valid_to IS NULL" if partial_hnsw else ""
+            conn.execute(text(definition + extra))
         conn.execute(text("VACUUM ANALYZE notes"))
     return stats
 
 
-def _index_superseded_by() -> None:
-    """The index hard deletes need (see README): without it every deleted note makes
-    PostgreSQL scan all notes for rows whose superseded_by points at it (ON DELETE SET
-    NULL has to find them)."""
+def _vacuum_notes() -> None:
     from sqlalchemy import text
 
     from memory.db import get_engine
 
     with get_engine().connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(
-            text(
-                "CREATE INDEX IF NOT EXISTS ix_notes_superseded_by ON notes "
-                "(superseded_by) WHERE superseded_by IS NOT NULL"
-            )
-        )
+        conn.execute(text("VACUUM ANALYZE notes"))
+
+
+def _write_day(n_notes: int, n_new: int, start: datetime) -> dict[str, int]:
+    """A day of new notes (after tonight's cycle, before the next one)."""
+    from benchmarks.sleep_data import Plan, insert_notes, new_day_rows
+    from memory.config import get_settings
+    from memory.db import session_scope
+
+    rows = new_day_rows(Plan(n_notes), n_new, tenant_id=TENANT, user_id=USER, start=start,
+                        settings=get_settings())  # fmt: skip
+    with session_scope() as session:
+        insert_notes(session, rows)
+    return {"written": len(rows)}
 
 
 def _insert(rows: list[dict[str, Any]], insert_notes: Any, session_scope: Any) -> None:
@@ -149,7 +160,7 @@ def _cycle(now: datetime) -> dict[str, Any]:
             session=session, tenant_id=TENANT, user_id=USER, now=now, settings=get_settings()
         )
         events = consolidation_event_payloads(session, report.consolidation)  # type: ignore[arg-type]
-        events += conflict_event_payloads(session, report.conflicts)  # type: ignore[arg-type]
+        events += conflict_event_payloads(report.conflicts)  # type: ignore[arg-type]
     return {**report.summary(), "events": len(events)}
 
 
@@ -177,13 +188,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         _database(args, home)
         now = datetime.now(UTC).replace(microsecond=0)
-        seeded = _seed(args.notes, now)
+        seeded = _seed(args.notes, now, partial_hnsw=args.partial_hnsw)
         # The store has never been swept: its first sweep (a day ago) works off the backlog.
-        if args.index_superseded_by:
-            _index_superseded_by()
         backlog, backlog_stats = timed("backlog sweep", lambda: _decay(now - day, dry_run=False))
+        # A day passes before tonight: autovacuum has cleaned up after the backlog (left
+        # to run during the cycle, it competed with it for the CPUs). Timed on its own.
+        _, vacuum_stats = timed("vacuum", _vacuum_notes)
         dry, dry_stats = timed("dry run", lambda: _decay(now, dry_run=True))
         first, first_stats = timed("first cycle", lambda: _cycle(now))
+        n_new = args.new_notes if args.new_notes is not None else args.notes // 100
+        new, new_stats = timed("a day of notes", lambda: _write_day(args.notes, n_new, now))
         second, second_stats = timed("next cycle", lambda: _cycle(now + day))
         sweep, sweep_stats = timed("hourly", lambda: _decay(now + day + hour, dry_run=False))
     finally:
@@ -194,11 +208,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         shutil.rmtree(home, ignore_errors=True)
     return {
         "notes": args.notes,
-        "index_superseded_by": args.index_superseded_by,
+        "partial_hnsw": args.partial_hnsw,
         "seed": seeded,
         "backlog_sweep": {**backlog_stats, "counts": backlog},
+        "vacuum_after_backlog": vacuum_stats,
         "decay_dry_run": {**dry_stats, "counts": dry},
         "first_cycle": {**first_stats, "report": first},
+        "new_notes": {**new_stats, **new},
         "second_cycle": {**second_stats, "report": second},
         "hourly_sweep": {**sweep_stats, "counts": sweep},
     }
@@ -213,9 +229,10 @@ def table(result: dict[str, Any]) -> list[Row]:
     backlog = result["backlog_sweep"]
     return [
         Row("notes (one user)", f"{result['notes']:,}"),
-        Row("index on notes.superseded_by", "yes" if result["index_superseded_by"] else "no"),
+        Row("HNSW indexes partial (active, current)", "yes" if result["partial_hnsw"] else "no"),
         Row("first sweep of a never-swept store (s)", fmt(backlog["seconds"], 2)),
         Row("  archived / expired / deleted", _counts(backlog["counts"])),
+        Row("VACUUM ANALYZE notes after it (s)", fmt(result["vacuum_after_backlog"]["seconds"], 2)),
         Row("decay dry run (s)", fmt(result["decay_dry_run"]["seconds"], 2)),
         Row(
             "nightly sleep cycle, first (s)",
@@ -233,10 +250,10 @@ def table(result: dict[str, Any]) -> list[Row]:
         Row("  knowledge notes created", f"{consolidation['created']:,}"),
         Row(
             "  conflict candidates / stored open",
-            f"{conflicts['candidates']:,} / "
-            f"{conflicts['contradictory'] + conflicts['subsumes'] + conflicts['ambiguous']:,}",
+            f"{conflicts['candidates']:,} / {_open(conflicts):,}",
         ),
         Row("  peak RSS (MiB)", fmt(first["peak_rss_mib"], 0)),
+        Row("new notes written during the day", f"{result['new_notes']['written']:,}"),
         Row(
             "nightly sleep cycle, next night (s)",
             fmt(second["seconds"], 2),
@@ -248,15 +265,24 @@ def table(result: dict[str, Any]) -> list[Row]:
             for name, value in second["report"]["seconds"].items()
         ),
         Row(
-            "  knowledge notes unchanged / created / updated",
+            "  knowledge unchanged / created / updated",
             f"{second['report']['consolidation']['unchanged']:,} / "
             f"{second['report']['consolidation']['created']:,} / "
             f"{second['report']['consolidation']['updated']:,}",
+        ),
+        Row(
+            "  conflict candidates (changed notes) / open",
+            f"{second['report']['conflicts']['candidates']:,} / "
+            f"{_open(second['report']['conflicts']):,}",
         ),
         Row("  peak RSS (MiB)", fmt(second["peak_rss_mib"], 0)),
         Row("hourly decay sweep (s)", fmt(result["hourly_sweep"]["seconds"], 2)),
         Row("  peak RSS (MiB)", fmt(result["hourly_sweep"]["peak_rss_mib"], 0)),
     ]
+
+
+def _open(conflicts: dict[str, int]) -> int:
+    return conflicts["contradictory"] + conflicts["subsumes"] + conflicts["ambiguous"]
 
 
 def _counts(counts: dict[str, int]) -> str:
@@ -269,9 +295,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--database-url", default=None, help="Use this PostgreSQL instead.")
     parser.add_argument("--out", type=Path, default=None, help="JSON path (default results/).")
     parser.add_argument(
-        "--index-superseded-by",
+        "--partial-hnsw",
         action="store_true",
-        help="Create the notes.superseded_by index first (not yet in the schema).",
+        help="Schema experiment: HNSW indexes over active, current notes only.",
+    )
+    parser.add_argument(
+        "--new-notes",
+        type=int,
+        default=None,
+        help="Notes written between the two nights (default: 1%% of --notes).",
     )
     args = parser.parse_args(argv)
     result = run(args)

@@ -79,24 +79,41 @@ def _history(rng: np.random.Generator, created: datetime, now: datetime) -> list
     return [created, *(created + timedelta(seconds=u) for u in uses)]
 
 
+@dataclass(frozen=True)
+class World:
+    """The plan's topics: each note's topic, the topic centres and their words."""
+
+    topic_of: list[int]
+    centres: np.ndarray
+    vocabulary: list[str]
+
+
+def _world(plan: Plan, rng: np.random.Generator) -> tuple[World, np.ndarray]:
+    """The topics, and the plan's notes' noise (drawn in between, so replays match)."""
+    topic_of = _topics(rng, plan.n_notes)
+    n_topics = max(topic_of) + 1
+    centres = _unit(rng.normal(size=(n_topics, DIM)))
+    noise = rng.normal(size=(plan.n_notes, DIM)) / np.sqrt(DIM) * plan.noise
+    return World(topic_of, centres, _words(rng, n_topics * 4)), noise
+
+
+def _text(rng: np.random.Generator, world: World, topic: int) -> str:
+    words = world.vocabulary[topic * 4 : topic * 4 + 4]
+    picked = " ".join(rng.choice(words, size=3, replace=False))
+    return f"Alice {rng.choice(VERBS)} the {picked} with {rng.choice(words)}."
+
+
 def note_rows(
     plan: Plan, *, tenant_id: str, user_id: str, now: datetime, settings: Settings
 ) -> list[dict[str, Any]]:
     """Row dicts for `plan.n_notes` notes (embeddings as float32 arrays)."""
     rng = np.random.default_rng(plan.seed)
-    topic_of = _topics(rng, plan.n_notes)
-    n_topics = max(topic_of) + 1
-    centres = _unit(rng.normal(size=(n_topics, DIM)))
-    noise = rng.normal(size=(plan.n_notes, DIM)) / np.sqrt(DIM) * plan.noise
-    vectors = _unit(centres[topic_of] + noise)
-    vocabulary = _words(rng, n_topics * 4)
+    world, noise = _world(plan, rng)
+    vectors = _unit(world.centres[world.topic_of] + noise)
     kinds = rng.choice([k for k, _ in KINDS], p=[p for _, p in KINDS], size=plan.n_notes)
     rows = []
     for i in range(plan.n_notes):
-        topic = topic_of[i]
-        words = vocabulary[topic * 4 : topic * 4 + 4]
-        picked = " ".join(rng.choice(words, size=3, replace=False))
-        content = f"Alice {rng.choice(VERBS)} the {picked} with {rng.choice(words)}."
+        content = _text(rng, world, world.topic_of[i])
         created = now - timedelta(hours=float(rng.uniform(1, 90 * 24)))
         rows.append(
             _row(
@@ -111,6 +128,32 @@ def note_rows(
                 settings=settings,
             )
         )
+    return rows
+
+
+def new_day_rows(
+    plan: Plan,
+    n_new: int,
+    *,
+    tenant_id: str,
+    user_id: str,
+    start: datetime,
+    settings: Settings,
+) -> list[dict[str, Any]]:
+    """A day of new, active notes written after `start`, on the plan's existing topics
+    (so they join clusters and meet old notes in the conflict scan)."""
+    world, _ = _world(plan, np.random.default_rng(plan.seed))
+    rng = np.random.default_rng(plan.seed + 1)
+    topics = rng.integers(0, len(world.centres), size=n_new)
+    noise = rng.normal(size=(n_new, DIM)) / np.sqrt(DIM) * plan.noise
+    vectors = _unit(world.centres[topics] + noise)
+    kinds = rng.choice([k for k, _ in KINDS], p=[p for _, p in KINDS], size=n_new)
+    rows = []
+    for i in range(n_new):
+        created = start + timedelta(hours=float(rng.uniform(0, 23)))
+        row = _row(rng, _text(rng, world, int(topics[i])), str(kinds[i]), vectors[i], created,
+                   created, tenant_id=tenant_id, user_id=user_id, settings=settings)  # fmt: skip
+        rows.append({**row, "status": "active", "archived_at": None, "expires_at": None})
     return rows
 
 

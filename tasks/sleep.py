@@ -76,7 +76,7 @@ def sleep_cycle(
         if report.consolidation:
             events += consolidation_event_payloads(session, report.consolidation)
         if report.conflicts:
-            events += conflict_event_payloads(session, report.conflicts)
+            events += conflict_event_payloads(report.conflicts)
     publish_events(events)
     return report.summary()
 

@@ -17,29 +17,32 @@ Rules, evaluated at an explicit `now` (tasks pass utcnow, tests a frozen clock):
 - Pinned notes never decay, expire or get pruned. Closed versions of live notes (history)
   and forgotten (deleted) notes are not touched.
 
+`note_fate` is the reference; `memory.activation.decay_sql` evaluates the same rules for
+a whole user in one statement (tests hold the two equal), and `fate_for` turns the rule
+it names into the same Fate, so both paths give the same actions and reasons.
+
 Invariants: a note leaves the BM25 statistics exactly when it leaves active (archive or
-expiry); rows are claimed in id-ordered batches with FOR UPDATE SKIP LOCKED, so a row a
-write-path worker holds is skipped (the next sweep sees it) and the hot path never waits;
-a dry run reads the same rows and changes nothing.
+expiry); only the notes a rule selects are claimed, in batches, with FOR UPDATE SKIP
+LOCKED, so a row a write-path worker holds is skipped (the next sweep sees it) and the
+hot path never waits; a dry run evaluates the same rules and changes nothing.
 """
 
 from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
 
-from sqlalchemy import Row, Select, select
-from sqlalchemy.orm import Session
+from sqlalchemy import Row
 
 from memory.activation.model import base_level
 from memory.config import ActivationSettings, DecaySettings
-from memory.notes.models import Note
 
 Action = Literal["expire", "archive", "delete"]
+# Which rule fired: the set-based query names it, `fate_for` explains it.
+Rule = Literal["expire", "archive", "delete_age", "delete_weak"]
 NEG_INF = float("-inf")
 
 
@@ -102,23 +105,34 @@ def note_fate(
         half_life_hours=state.half_life_hours,
         settings=activation,
     )
+    rule = _rule(state, now, strength, decay)
+    return None if rule is None else fate_for(rule, strength, decay)
+
+
+def _rule(state: NoteState, now: datetime, strength: float, decay: DecaySettings) -> Rule | None:
     if state.status == "active":
         if state.expires_at is not None and state.expires_at <= now:
-            return Fate("expire", "expired", strength)
+            return "expire"
         old_enough = now - state.created_at >= timedelta(hours=decay.min_age_hours)
-        if old_enough and strength < decay.prune_threshold:
-            reason = f"activation {_fmt(strength)} < {decay.prune_threshold}"
-            return Fate("archive", reason, strength)
-        return None
+        return "archive" if old_enough and strength < decay.prune_threshold else None
     if state.status == "archived":
         archived_at = state.archived_at or state.created_at
         if now - archived_at >= timedelta(hours=decay.max_age_hours):
-            return Fate("delete", f"archived longer than {decay.max_age_hours:g} h", strength)
+            return "delete_age"
         if strength < decay.hard_prune_threshold:
-            return Fate(
-                "delete", f"activation {_fmt(strength)} < {decay.hard_prune_threshold}", strength
-            )
+            return "delete_weak"
     return None
+
+
+def fate_for(rule: Rule, strength: float, decay: DecaySettings) -> Fate:
+    """The action and reason of a rule that fired for a note of decay activation `strength`."""
+    if rule == "expire":
+        return Fate("expire", "expired", strength)
+    if rule == "archive":
+        return Fate("archive", f"activation {_fmt(strength)} < {decay.prune_threshold}", strength)
+    if rule == "delete_age":
+        return Fate("delete", f"archived longer than {decay.max_age_hours:g} h", strength)
+    return Fate("delete", f"activation {_fmt(strength)} < {decay.hard_prune_threshold}", strength)
 
 
 def _fmt(value: float) -> str:
@@ -177,81 +191,3 @@ class DecayReport:
             "deleted": len(self.of("delete")),
             "history_deleted": self.history_deleted,
         }
-
-
-SCAN_COLUMNS = (
-    Note.id,
-    Note.lineage_id,
-    Note.agent_id,
-    Note.visibility,
-    Note.domain,
-    Note.kind,
-    Note.content,
-    Note.status,
-    Note.pinned,
-    Note.created_at,
-    Note.expires_at,
-    Note.archived_at,
-    Note.access_times,
-    Note.access_count,
-    Note.first_access_at,
-    Note.half_life_hours,
-)
-
-
-def _scan_query(tenant_id: str, user_id: str, status: str) -> Select[tuple[object, ...]]:
-    return (
-        select(*SCAN_COLUMNS)
-        .where(
-            Note.tenant_id == tenant_id,
-            Note.user_id == user_id,
-            Note.status == status,
-            Note.valid_to.is_(None),
-            Note.pinned.is_(False),
-        )
-        .order_by(Note.id)
-    )
-
-
-def scan_batches(
-    session: Session,
-    *,
-    tenant_id: str,
-    user_id: str,
-    status: str,
-    batch_size: int,
-    lock: bool,
-) -> Iterator[list[Row[tuple[object, ...]]]]:
-    """Current unpinned notes of one status in id order, `batch_size` rows at a time.
-
-    With `lock`, each batch is claimed FOR UPDATE SKIP LOCKED (rows held elsewhere are
-    skipped, not waited for) and stays locked until the caller's transaction ends.
-    """
-    after: uuid.UUID | None = None
-    while True:
-        query = _scan_query(tenant_id, user_id, status).limit(batch_size)
-        if after is not None:
-            query = query.where(Note.id > after)
-        if lock:
-            query = query.with_for_update(skip_locked=True, of=Note)
-        rows = list(session.execute(query))
-        if not rows:
-            return
-        yield rows
-        after = rows[-1].id
-        if len(rows) < batch_size:
-            return
-
-
-def state_of(row: Row[tuple[object, ...]]) -> NoteState:
-    return NoteState(
-        status=row.status,
-        pinned=row.pinned,
-        created_at=row.created_at,
-        expires_at=row.expires_at,
-        archived_at=row.archived_at,
-        access_times=list(row.access_times or []),
-        access_count=row.access_count,
-        first_access_at=row.first_access_at,
-        half_life_hours=row.half_life_hours,
-    )

@@ -1,11 +1,19 @@
 """Running the decay sweep for one user: the rules of `memory.activation.decay`, applied.
 
+Set-based: one statement scores every current, unpinned note of the user in PostgreSQL
+(`decay_sql.scan_user`); the notes a rule selects are then claimed in batches of
+`sleep.batch_size` (FOR UPDATE SKIP LOCKED, rules re-checked on the locked rows) and each
+batch is applied with a few statements: one UPDATE for the archived and expired notes,
+one INSERT of tombstones and one DELETE for the hard-deleted ones, one INSERT of audit
+events. No note a rule leaves alone is locked or written.
+
 Invariants: archived and expired notes leave the BM25 statistics in the same
 transaction; every hard-deleted row (the archived note and the closed earlier versions
 of its lineage) first gets a Tombstone with the sha256 of its content, then the row is
-deleted (links, provenance and conflicts cascade); every change is audited. Archived
-notes are scanned before active ones, so a note archived by this sweep is considered for
-deletion only by a later one: a dry run reports exactly what the real run does.
+deleted (links, provenance and conflicts cascade); every change is audited. All rules
+are evaluated on the state before the sweep, so a note archived by this sweep is
+considered for deletion only by a later one; a dry run scores the same notes and
+reports exactly what the real run does (less any row another transaction holds).
 """
 
 from __future__ import annotations
@@ -20,7 +28,8 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
-from memory.activation.decay import DecayAction, DecayReport, note_fate, scan_batches, state_of
+from memory.activation.decay import DecayAction, DecayReport, fate_for
+from memory.activation.decay_sql import claim_notes, scan_user
 from memory.config import Settings
 from memory.notes.lexicon import unindex_note_terms
 from memory.notes.models import Note, Tombstone
@@ -44,59 +53,51 @@ def sweep_user(
 ) -> DecayReport:
     """Expire, archive and hard-delete one user's notes as of `now`; see the module rules."""
     report = DecayReport(tenant_id=tenant_id, user_id=user_id, now=now, dry_run=dry_run)
-    for status in ("archived", "active"):
-        batches = scan_batches(
-            session,
-            tenant_id=tenant_id,
-            user_id=user_id,
-            status=status,
-            batch_size=settings.sleep.batch_size,
-            lock=not dry_run,
-        )
-        for rows in batches:
-            report.batches += 1
-            report.scanned += len(rows)
-            actions = []
-            for row in rows:
-                fate = note_fate(state_of(row), now, settings.decay, settings.activation)
-                if fate is not None:
-                    actions.append(DecayAction.of_row(row, fate))
-            report.actions.extend(actions)
-            if not dry_run and actions:
-                _apply(session, report, actions, now)
+    scope: dict[str, Any] = {"tenant_id": tenant_id, "user_id": user_id, "now": now}
+    report.scanned, selected = scan_user(session, **scope, settings=settings)
+    size = settings.sleep.batch_size
+    for start in range(0, len(selected), size):
+        ids = [row.id for row in selected[start : start + size]]
+        rows = claim_notes(session, ids, **scope, settings=settings, lock=not dry_run)
+        report.batches += 1
+        actions = [
+            DecayAction.of_row(row, fate_for(row.rule, row.strength, settings.decay))
+            for row in rows
+        ]
+        report.actions.extend(actions)
+        if not dry_run and actions:
+            _apply(session, report, actions, rows, now)
     session.flush()
     return report
 
 
 def _apply(
-    session: Session, report: DecayReport, actions: Sequence[DecayAction], now: datetime
+    session: Session,
+    report: DecayReport,
+    actions: Sequence[DecayAction],
+    rows: Sequence[Any],
+    now: datetime,
 ) -> None:
-    leaving = [a for a in actions if a.action in ("archive", "expire")]
+    leaving = {a.note_id for a in actions if a.action in ("archive", "expire")}
     if leaving:
-        _archive(session, leaving, now)
+        _archive(session, [r for r in rows if r.id in leaving], now)
     doomed = [a for a in actions if a.action == "delete"]
     if doomed:
         report.history_deleted += _hard_delete(session, report, doomed, now)
     _audit(session, report, actions, now)
 
 
-def _archive(session: Session, actions: Sequence[DecayAction], now: datetime) -> None:
+def _archive(session: Session, rows: Sequence[Any], now: datetime) -> None:
     """Active → archived in one UPDATE; the notes' terms leave the BM25 statistics first.
 
-    Set-based on purpose: the row update also re-inserts the row into every index (the
-    status column is indexed, so no HOT update), which dominates the cost of a sweep.
+    The claimed rows carry every attribute note_terms reads (tenant, user, index_text,
+    content, window_text). The row update re-inserts the row into every index (status
+    is indexed, so no HOT update), including both HNSW graphs: that dominates the cost.
     """
-    ids = [a.note_id for a in actions]
-    texts = session.execute(
-        select(Note.tenant_id, Note.user_id, Note.content, Note.index_text, Note.window_text).where(
-            Note.id.in_(ids)
-        )
-    ).all()
-    # Rows carry every attribute note_terms reads (index_text, content, window_text).
-    unindex_note_terms(session=session, notes=texts)  # type: ignore[arg-type]
+    unindex_note_terms(session=session, notes=rows)
     session.execute(
         update(Note)
-        .where(Note.id.in_(ids))
+        .where(Note.id.in_([r.id for r in rows]))
         .values(status="archived", archived_at=now, updated_at=now),
         execution_options={"synchronize_session": False},
     )

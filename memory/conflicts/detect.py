@@ -23,7 +23,6 @@ Heuristics (no LLM), checked in this order on the two texts:
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -135,22 +134,30 @@ def _opposite(a: set[str], b: set[str]) -> tuple[str, str] | None:
 
 
 def _single_swap(a: list[str], b: list[str]) -> tuple[list[str], list[str], str] | None:
-    """The one differing span (a side, b side, word before it), if the rest is equal."""
+    """The one differing span (a side, b side, word before it), if the rest is equal.
+
+    Case-insensitive; strip the common prefix and suffix: what is left on each side must
+    be non-empty, share no word (a shared word would split the edit in two) and be at
+    most MAX_SLOT_TOKENS long. Without repeated words this is exactly difflib's single
+    "replace" opcode, at a fraction of its cost (the test holds the two equal).
+    """
     if abs(len(a) - len(b)) > MAX_SLOT_TOKENS:
         return None
-    only_a = {w.lower() for w in a} - {w.lower() for w in b}
-    only_b = {w.lower() for w in b} - {w.lower() for w in a}
-    if len(only_a) > MAX_SLOT_TOKENS or len(only_b) > MAX_SLOT_TOKENS:
-        return None  # cheap test first: difflib is the costliest step of a pair
-    matcher = difflib.SequenceMatcher(a=[w.lower() for w in a], b=[w.lower() for w in b])
-    edits = [op for op in matcher.get_opcodes() if op[0] != "equal"]
-    if len(edits) != 1 or edits[0][0] != "replace":
+    low_a, low_b = [w.lower() for w in a], [w.lower() for w in b]
+    shortest = min(len(a), len(b))
+    start = 0
+    while start < shortest and low_a[start] == low_b[start]:
+        start += 1
+    end = 0
+    while end < shortest - start and low_a[-1 - end] == low_b[-1 - end]:
+        end += 1
+    mid_a, mid_b = low_a[start : len(a) - end], low_b[start : len(b) - end]
+    if not mid_a or not mid_b or len(mid_a) > MAX_SLOT_TOKENS or len(mid_b) > MAX_SLOT_TOKENS:
         return None
-    _, i1, i2, j1, j2 = edits[0]
-    if i2 - i1 > MAX_SLOT_TOKENS or j2 - j1 > MAX_SLOT_TOKENS:
+    if set(mid_a) & set(mid_b):
         return None
-    before = a[i1 - 1].lower() if i1 > 0 else ""
-    return a[i1:i2], b[j1:j2], before
+    before = low_a[start - 1] if start > 0 else ""
+    return a[start : len(a) - end], b[start : len(b) - end], before
 
 
 def _leading_name(words: list[str]) -> str | None:

@@ -30,6 +30,8 @@ class Conflict(Base):
         CheckConstraint("note_a_id < note_b_id", name="ordered_pair"),
         UniqueConstraint("note_a_id", "note_b_id", name="uq_conflicts_pair"),
         Index("ix_conflicts_scope", "tenant_id", "user_id", "status"),
+        # note_a_id is covered by uq_conflicts_pair; deleting a note cascades on both.
+        Index("ix_conflicts_note_b", "note_b_id"),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=new_id)

@@ -18,36 +18,28 @@ method are kept in resolution["detection"].
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
-import numpy as np
-from sqlalchemy import insert, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy import insert, select, text
 from sqlalchemy.orm import Session
 
 from memory.clients.llm import LlmClient
 from memory.config import Settings
 from memory.conflicts.detect import Verdict, classify, classify_with_llm
 from memory.conflicts.models import Conflict
+from memory.conflicts.pairs import Candidate, band_pairs, band_pairs_for
 from memory.consolidation.knowledge import SourceNote
-from memory.consolidation.pipeline import partition
 from memory.consolidation.snapshot import Snapshot, load_snapshot
 from memory.errors import MemoryServiceError
-from memory.notes.models import Note
 from memory.ops.models import AuditEvent
 
 log = logging.getLogger(__name__)
-CANDIDATES_PER_NOTE = 3
-
-
-@dataclass(frozen=True)
-class Candidate:
-    a: SourceNote
-    b: SourceNote
-    similarity: float
+# Incremental runs also compare notes changed this long before the previous cycle.
+SINCE_OVERLAP = timedelta(hours=1)
 
 
 @dataclass
@@ -64,46 +56,6 @@ class ConflictReport:
         for name in ("contradictory", "subsumes", "ambiguous", "compatible"):
             out[name] = sum(1 for _, v in self.found if v.classification == name)
         return out
-
-
-def _best_partners(
-    sims: np.ndarray, agents: np.ndarray, low: float, high: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, cols) of each row's best CANDIDATES_PER_NOTE partners in [low, high].
-
-    Other agents' notes rank first (the +2 lifts any cross-agent cosine above every
-    same-agent one), then higher cosine.
-    """
-    in_band = (sims >= low) & (sims <= high)
-    np.fill_diagonal(in_band, False)
-    priority = np.where(in_band, sims + 2.0 * (agents[:, None] != agents[None, :]), -np.inf)
-    k = min(CANDIDATES_PER_NOTE, len(sims) - 1)
-    if k <= 0:
-        return np.zeros(0, dtype=int), np.zeros(0, dtype=int)
-    top = np.argpartition(-priority, k - 1, axis=1)[:, :k]
-    rows = np.repeat(np.arange(len(sims)), k)
-    cols = top.ravel()
-    keep = np.isfinite(priority[rows, cols])
-    return rows[keep], cols[keep]
-
-
-def band_pairs(notes: list[SourceNote], vectors: np.ndarray, settings: Settings) -> list[Candidate]:
-    """Candidate pairs in the similarity band, best partners per note, cross-agent first."""
-    low, high = settings.sleep.conflict_min_similarity, settings.sleep.conflict_max_similarity
-    codes = {agent: n for n, agent in enumerate(sorted({note.agent_id for note in notes}))}
-    agents = np.asarray([codes[note.agent_id] for note in notes], dtype=int)
-    chosen: dict[tuple[int, int], float] = {}
-    for part in partition(vectors, settings.sleep.partition_size):
-        sims = vectors[part] @ vectors[part].T
-        rows, cols = _best_partners(sims, agents[part], low, high)
-        for row, col in zip(rows.tolist(), cols.tolist(), strict=True):
-            i, j = int(part[row]), int(part[col])
-            chosen[(min(i, j), max(i, j))] = float(sims[row, col])
-    out = []
-    for (i, j), similarity in sorted(chosen.items()):
-        a, b = (notes[i], notes[j]) if notes[i].id < notes[j].id else (notes[j], notes[i])
-        out.append(Candidate(a, b, similarity))
-    return out
 
 
 def _known_pairs(session: Session, tenant_id: str, user_id: str) -> set[tuple[uuid.UUID, ...]]:
@@ -136,10 +88,17 @@ def detect_conflicts(
     settings: Settings,
     llm: LlmClient | None = None,
     snapshot: Snapshot | None = None,
+    since: datetime | None = None,
 ) -> ConflictReport:
     """Find, classify and store the user's new conflict pairs as of `now`.
 
-    `snapshot` (the user's active notes, read once per sleep cycle) is loaded when absent.
+    With `since` (the previous cycle's clock), only notes changed (activated, revised,
+    restored, used) after `since - SINCE_OVERLAP` are compared, each with every note:
+    what a nightly run needs, since older pairs were compared by an earlier run (the
+    overlap covers a note whose write committed after that run read the store; pairs
+    already stored are skipped). Without it, every note's partners are sought within its
+    partition. `snapshot` (the user's active notes, read once per cycle) is loaded when
+    absent.
     """
     report = ConflictReport(tenant_id=tenant_id, user_id=user_id, now=now)
     snapshot = snapshot or load_snapshot(session, tenant_id=tenant_id, user_id=user_id)
@@ -147,7 +106,13 @@ def detect_conflicts(
     notes, vectors = facts.notes, facts.vectors
     report.scanned = len(notes)
     known = _known_pairs(session, tenant_id, user_id)
-    candidates = [c for c in band_pairs(notes, vectors, settings) if (c.a.id, c.b.id) not in known]
+    if since is None:
+        found = band_pairs(notes, vectors, settings)
+    else:
+        after = since - SINCE_OVERLAP
+        new = [i for i, n in enumerate(notes) if n.updated_at is not None and n.updated_at > after]
+        found = band_pairs_for(notes, vectors, new, settings)
+    candidates = [c for c in found if (c.a.id, c.b.id) not in known]
     report.candidates = len(candidates)
     stored: list[tuple[Candidate, Verdict]] = []
     for candidate in candidates:
@@ -163,6 +128,7 @@ def detect_conflicts(
 def _row(report: ConflictReport, c: Candidate, verdict: Verdict) -> dict[str, object]:
     compatible = verdict.classification == "compatible"
     detection = {"reason": verdict.reason, "method": verdict.method, "broader": verdict.broader}
+    resolution = {"detection": detection, **({"auto": "compatible"} if compatible else {})}
     return {
         "id": uuid.uuid4(),
         "tenant_id": report.tenant_id,
@@ -174,23 +140,44 @@ def _row(report: ConflictReport, c: Candidate, verdict: Verdict) -> dict[str, ob
         "similarity": round(c.similarity, 4),
         "classification": verdict.classification,
         "status": "resolved" if compatible else "open",
-        "resolution": {"detection": detection, **({"auto": "compatible"} if compatible else {})},
+        "resolution": json.dumps(resolution),
         "created_at": report.now,
         "resolved_at": report.now if compatible else None,
     }
 
 
+# Column → array type of the one INSERT ... SELECT FROM unnest(...) that stores a run.
+_COLUMNS = {
+    "id": "uuid[]",
+    "tenant_id": "text[]",
+    "user_id": "text[]",
+    "note_a_id": "uuid[]",
+    "note_b_id": "uuid[]",
+    "agent_a_id": "text[]",
+    "agent_b_id": "text[]",
+    "similarity": "float8[]",
+    "classification": "text[]",
+    "status": "text[]",
+    "resolution": "jsonb[]",
+    "created_at": "timestamptz[]",
+    "resolved_at": "timestamptz[]",
+}
+_INSERT = text(
+    f"INSERT INTO conflicts ({', '.join(_COLUMNS)}) SELECT * FROM unnest("
+    + ", ".join(f"CAST(:{name} AS {kind})" for name, kind in _COLUMNS.items())
+    + ") ON CONFLICT ON CONSTRAINT uq_conflicts_pair DO NOTHING"
+)
+
+
 def _store(
     session: Session, report: ConflictReport, pairs: list[tuple[Candidate, Verdict]]
 ) -> None:
-    """Insert the pairs (a concurrent run's rows win: ON CONFLICT DO NOTHING) and audit."""
+    """Insert the pairs in one statement (a concurrent run's rows win: ON CONFLICT DO
+    NOTHING; a first run stores tens of thousands) and audit the findings."""
     if not pairs:
         return
     rows = [_row(report, c, v) for c, v in pairs]
-    # executemany: SQLAlchemy batches the rows under PostgreSQL's parameter limit.
-    session.execute(
-        pg_insert(Conflict).on_conflict_do_nothing(constraint="uq_conflicts_pair"), rows
-    )
+    session.execute(_INSERT, {name: [row[name] for row in rows] for name in _COLUMNS})
     findings = [
         (row, pair)
         for row, pair in zip(rows, pairs, strict=True)
@@ -222,19 +209,16 @@ def _store(
     session.flush()
 
 
-def conflict_event_payloads(session: Session, report: ConflictReport) -> list[dict[str, object]]:
+def conflict_event_payloads(report: ConflictReport) -> list[dict[str, object]]:
     """`conflict.found` stream events for new open conflicts (published after commit).
 
     The event carries the notes' audience when both share one; otherwise it is marked
     user-only, so no agent learns of a note it may not see.
     """
-    found = [c for c, v in report.found if v.classification != "compatible"]
-    ids = {n.id for c in found for n in (c.a, c.b)}
-    notes = {n.id: n for n in session.scalars(select(Note).where(Note.id.in_(ids)))}
     out: list[dict[str, object]] = []
     for candidate, verdict in report.found:
-        a, b = notes.get(candidate.a.id), notes.get(candidate.b.id)
-        if verdict.classification == "compatible" or a is None or b is None:
+        a, b = candidate.a, candidate.b
+        if verdict.classification == "compatible":
             continue
         same = _audience(a) == _audience(b)
         out.append(
@@ -254,7 +238,7 @@ def conflict_event_payloads(session: Session, report: ConflictReport) -> list[di
     return out
 
 
-def _audience(note: Note) -> tuple[str, ...]:
+def _audience(note: SourceNote) -> tuple[str, ...]:
     if note.visibility == "scoped":
         return ("scoped", note.domain)
     if note.visibility == "private":

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
-from sqlalchemy import func, insert, select, text
+from sqlalchemy import insert, text
 from sqlalchemy.orm import Session
 
 from memory.activation.model import initial_half_life, record_access
 from memory.config import Settings
+from memory.consolidation.known import KnownNote
 from memory.consolidation.pipeline import Summary, unit_rows
 from memory.links.models import Link
 from memory.notes.lexicon import apply_terms, index_note_terms, note_terms, unindex_note_terms
@@ -46,6 +47,7 @@ class SourceNote:
     embedding_model: str | None
     speaker: str | None = None
     kind: str = "episodic"
+    updated_at: datetime | None = None  # last change (activation, revision, use)
 
 
 @dataclass(frozen=True)
@@ -144,7 +146,7 @@ class Write:
 
     cluster: Cluster
     note: Note
-    old: Note | None
+    old: KnownNote | None
 
 
 def write_knowledge(
@@ -154,23 +156,37 @@ def write_knowledge(
     if not writes:
         return
     olds = [w.old for w in writes if w.old is not None]
-    unindex_note_terms(session=session, notes=olds)
+    unindex_note_terms(session=session, notes=olds)  # type: ignore[arg-type]
     for w in writes:
         w.note.tenant_id, w.note.user_id = tenant_id, user_id
         if w.old is not None:
             _continue_lineage(w.note, w.old, now)
     session.add_all(w.note for w in writes)
     session.flush()  # new rows first: superseded_by and the links point at them
-    for w in writes:
-        if w.old is not None:
-            w.old.valid_to, w.old.superseded_by = now, w.note.id
+    _close_versions(session, [(w.old.id, w.note.id) for w in writes if w.old is not None], now)
     session.execute(insert(Link), [link for w in writes for link in _links(w, tenant_id, user_id)])
     _cite_episodes(session, writes, now)
     index_note_terms(session=session, notes=[w.note for w in writes])
     session.flush()
 
 
-def _continue_lineage(note: Note, old: Note, now: datetime) -> None:
+def _close_versions(
+    session: Session, pairs: list[tuple[uuid.UUID, uuid.UUID]], now: datetime
+) -> None:
+    """Close each old version bi-temporally (valid_to, superseded_by) in one UPDATE."""
+    if not pairs:
+        return
+    session.execute(
+        text(
+            "UPDATE notes SET valid_to = :now, updated_at = :now, superseded_by = v.new_id "
+            "FROM unnest(CAST(:old AS uuid[]), CAST(:new AS uuid[])) AS v(old_id, new_id) "
+            "WHERE notes.id = v.old_id AND notes.valid_to IS NULL"
+        ),
+        {"old": [o for o, _ in pairs], "new": [n for _, n in pairs], "now": now},
+    )
+
+
+def _continue_lineage(note: Note, old: KnownNote, now: datetime) -> None:
     """The new version keeps the lineage, its pin and the use it earned."""
     note.lineage_id, note.version, note.pinned = old.lineage_id, old.version + 1, old.pinned
     times, count, first = record_access(
@@ -219,37 +235,3 @@ def _cite_episodes(session: Session, writes: list[Write], now: datetime) -> None
         ),
         {"knowledge": [k for k, _ in pairs], "sources": [s for _, s in pairs], "now": now},
     )
-
-
-def knowledge_sources(
-    session: Session, *, tenant_id: str, user_id: str
-) -> dict[uuid.UUID, tuple[Note, frozenset[uuid.UUID], frozenset[uuid.UUID]]]:
-    """Active, current knowledge notes → (note, source note ids, source lineage ids)."""
-    notes = {
-        n.id: n
-        for n in session.scalars(
-            select(Note).where(
-                Note.tenant_id == tenant_id,
-                Note.user_id == user_id,
-                Note.kind == "knowledge",
-                Note.status == "active",
-                Note.valid_to.is_(None),
-            )
-        )
-    }
-    if not notes:
-        return {}
-    rows = session.execute(
-        select(
-            Link.source_id,
-            func.array_agg(Note.id),
-            func.array_agg(Note.lineage_id),
-        )
-        .join(Note, Note.id == Link.target_id)
-        .where(Link.source_id.in_(list(notes)), Link.kind == "consolidates")
-        .group_by(Link.source_id)
-    ).all()
-    return {
-        source_id: (notes[source_id], frozenset(ids), frozenset(lineages))
-        for source_id, ids, lineages in rows
-    }

@@ -10,8 +10,10 @@ used once); then create, version or leave each knowledge note.
 Invariants: a re-run over an unchanged store changes nothing (same clusters, same
 sources, every match "unchanged"); a cluster that gained sources updates its knowledge
 note as a new version instead of adding a second one, while one that only lost sources
-(archived by decay) leaves it as it is: what was learned stays learned; sources are never
-changed; a dry run writes nothing and calls no LLM.
+(archived by decay) or is part of an earlier cluster leaves it as it is: what was
+learned stays learned, and notes already consolidated are not consolidated twice (see
+matching.match_existing); sources are never changed; a dry run writes nothing and calls
+no LLM.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from datetime import datetime
 from typing import Literal
 
 import numpy as np
-from sqlalchemy import insert
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from memory.clients.llm import LlmClient
@@ -34,12 +36,14 @@ from memory.consolidation.knowledge import (
     SourceNote,
     Write,
     build_note,
-    knowledge_sources,
     write_knowledge,
 )
-from memory.consolidation.matching import access_class, match_existing
+from memory.consolidation.known import KnownNote, load_known_notes
+from memory.consolidation.matching import Key, Match, access_class, match_existing
 from memory.consolidation.pipeline import (
+    MEMBER_FLOOR,
     Summary,
+    centrality,
     cluster_labels,
     coherent_clusters,
     extractive_summary,
@@ -88,23 +92,26 @@ class ConsolidationReport:
         return out
 
 
+def source_class(source: SourceNote, per_domain: bool) -> Key:
+    return access_class(
+        visibility=source.visibility,
+        domain=source.domain,
+        agent_id=source.agent_id,
+        model=source.embedding_model,
+        per_domain=per_domain,
+    )
+
+
 def find_clusters(
     sources: list[SourceNote], vectors: np.ndarray, settings: Settings, report: ConsolidationReport
-) -> list[tuple[tuple[str, ...], Cluster]]:
+) -> list[tuple[Key, Cluster]]:
     """Clusters of each access class, with that class's key."""
-    groups: dict[tuple[str, ...], list[int]] = defaultdict(list)
+    groups: dict[Key, list[int]] = defaultdict(list)
     per_domain = settings.sleep.cluster_per_domain
     min_size = settings.sleep.min_cluster_size
     for index, s in enumerate(sources):
-        key = access_class(
-            visibility=s.visibility,
-            domain=s.domain,
-            agent_id=s.agent_id,
-            model=s.embedding_model,
-            per_domain=per_domain,
-        )
-        groups[key].append(index)
-    found: list[tuple[tuple[str, ...], Cluster]] = []
+        groups[source_class(s, per_domain)].append(index)
+    found: list[tuple[Key, Cluster]] = []
     for key in sorted(groups):
         members = np.asarray(groups[key])
         for part in partition(vectors[members], settings.sleep.partition_size):
@@ -118,6 +125,28 @@ def find_clusters(
                 found.append((key, Cluster([sources[i] for i in picked], vectors[picked])))
     report.clusters = len(found)
     return found
+
+
+def with_old_sources(
+    cluster: Cluster, old: KnownNote, key: Key, episodic: Snapshot, per_domain: bool
+) -> Cluster:
+    """The cluster plus the old note's sources that are still active, of its class and
+    close to it (cosine to its centroid ≥ MEMBER_FLOOR): an update never forgets."""
+    centroid, _ = centrality(cluster.vectors)
+    where = episodic.lineage_index()
+    extra = [
+        where[lineage]
+        for lineage in sorted(old.lineages - cluster.lineages)
+        if lineage in where
+        and source_class(episodic.notes[where[lineage]], per_domain) == key
+        and float(episodic.vectors[where[lineage]] @ centroid) >= MEMBER_FLOOR
+    ]
+    if not extra:
+        return cluster
+    return Cluster(
+        cluster.sources + [episodic.notes[i] for i in extra],
+        np.vstack([cluster.vectors, episodic.vectors[extra]]),
+    )
 
 
 def _summarise(cluster: Cluster, llm: LlmClient | None) -> Summary:
@@ -150,36 +179,51 @@ def consolidate_user(
     episodic = snapshot.where([n.kind == "episodic" for n in snapshot.notes])
     sources, vectors = episodic.notes, episodic.vectors
     report.considered = len(sources)
+    per_domain = settings.sleep.cluster_per_domain
     clusters = find_clusters(sources, vectors, settings, report)
-    existing = knowledge_sources(session, tenant_id=tenant_id, user_id=user_id)
-    matches = match_existing(clusters, existing, settings.sleep.cluster_per_domain)
+    known = load_known_notes(session, tenant_id=tenant_id, user_id=user_id)
+    matches = match_existing(
+        clusters, known, per_domain=per_domain, min_new=settings.sleep.min_cluster_size
+    )
     writes: list[Write] = []
-    for (_, cluster), old in zip(clusters, matches, strict=True):
-        # Sources only lost (archived by decay, say): the knowledge stands unchanged.
-        if old is not None and cluster.source_ids <= existing[old.id][1]:
-            report.changes.append(
-                KnowledgeChange("unchanged", old.id, None, len(cluster.sources), old.content)
-            )
-            continue
-        texts = [s.content for s in cluster.sources]
-        summary = (
-            extractive_summary(texts, cluster.vectors) if dry_run else _summarise(cluster, llm)
-        )
-        note = None if dry_run else build_note(cluster, summary, now=now, settings=settings)
-        if note is not None:
-            writes.append(Write(cluster, note, old))
-        report.changes.append(
-            KnowledgeChange(
-                "created" if old is None else "updated",
-                note.id if note else None,
-                old.id if old else None,
-                len(cluster.sources),
-                summary.content,
-            )
-        )
+    for (key, cluster), match in zip(clusters, matches, strict=True):
+        if match.action != "unchanged" and match.note is not None:
+            cluster = with_old_sources(cluster, match.note, key, episodic, per_domain)
+        change, write = _change(cluster, match, now=now, settings=settings, llm=llm,
+                                dry_run=dry_run)  # fmt: skip
+        report.changes.append(change)
+        if write is not None:
+            writes.append(write)
     write_knowledge(session, writes, tenant_id=tenant_id, user_id=user_id, now=now)
     _audit(session, writes, tenant_id=tenant_id, user_id=user_id)
     return report
+
+
+def _change(
+    cluster: Cluster,
+    match: Match,
+    *,
+    now: datetime,
+    settings: Settings,
+    llm: LlmClient | None,
+    dry_run: bool,
+) -> tuple[KnowledgeChange, Write | None]:
+    """What one cluster changes, and the note to write (None: nothing, or a dry run)."""
+    old = match.note
+    if match.action == "unchanged":
+        shown = (old.id, old.content) if old else (None, "")
+        return KnowledgeChange("unchanged", shown[0], None, len(cluster.sources), shown[1]), None
+    texts = [s.content for s in cluster.sources]
+    summary = extractive_summary(texts, cluster.vectors) if dry_run else _summarise(cluster, llm)
+    note = None if dry_run else build_note(cluster, summary, now=now, settings=settings)
+    change = KnowledgeChange(
+        match.action,
+        note.id if note else None,
+        old.id if old else None,
+        len(cluster.sources),
+        summary.content,
+    )
+    return change, (Write(cluster, note, old) if note is not None else None)
 
 
 def _audit(session: Session, writes: list[Write], *, tenant_id: str, user_id: str) -> None:
@@ -212,24 +256,27 @@ def consolidation_event_payloads(
     session: Session, report: ConsolidationReport
 ) -> list[dict[str, object]]:
     """Stream events for written knowledge notes, built in the transaction, sent after."""
-    out: list[dict[str, object]] = []
-    for change in report.changes:
-        if change.action == "unchanged" or change.note_id is None:
-            continue
-        note = session.get(Note, change.note_id)
-        if note is None:
-            continue
-        out.append(
-            {
-                "type": "note.created" if change.action == "created" else "note.updated",
-                "tenant_id": note.tenant_id,
-                "user_id": note.user_id,
-                "note_id": str(note.id),
-                "agent_id": note.agent_id,
-                "visibility": note.visibility,
-                "domain": note.domain,
-                "kind": note.kind,
-                "at": report.now.isoformat(),
-            }
-        )
-    return out
+    written = {c.note_id: c.action for c in report.changes if c.action != "unchanged"}
+    written.pop(None, None)
+    if not written:
+        return []
+    rows = session.execute(
+        select(Note.id, Note.tenant_id, Note.user_id, Note.agent_id, Note.visibility,
+               Note.domain, Note.kind)
+        .where(Note.id.in_(list(written)))
+        .order_by(Note.id)
+    )  # fmt: skip
+    return [
+        {
+            "type": "note.created" if written[row.id] == "created" else "note.updated",
+            "tenant_id": row.tenant_id,
+            "user_id": row.user_id,
+            "note_id": str(row.id),
+            "agent_id": row.agent_id,
+            "visibility": row.visibility,
+            "domain": row.domain,
+            "kind": row.kind,
+            "at": report.now.isoformat(),
+        }
+        for row in rows
+    ]

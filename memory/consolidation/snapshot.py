@@ -8,7 +8,8 @@ because parsing 100k text vectors costs more than clustering them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, field
 
 import numpy as np
 from sqlalchemy import func, select
@@ -26,10 +27,17 @@ HEADER_BYTES = 4
 class Snapshot:
     notes: list[SourceNote]
     vectors: np.ndarray  # unit rows aligned with notes
+    _by_lineage: dict[uuid.UUID, int] = field(default_factory=dict, compare=False, repr=False)
 
     def where(self, keep: list[bool]) -> Snapshot:
         index = np.flatnonzero(np.asarray(keep, dtype=bool))
         return Snapshot([self.notes[i] for i in index], self.vectors[index])
+
+    def lineage_index(self) -> dict[uuid.UUID, int]:
+        """Lineage → row of its (current) note; built on first use."""
+        if not self._by_lineage and self.notes:
+            self._by_lineage.update((n.lineage_id, i) for i, n in enumerate(self.notes))
+        return self._by_lineage
 
 
 def decode_vectors(blobs: list[bytes]) -> np.ndarray:
@@ -56,6 +64,7 @@ def load_snapshot(session: Session, *, tenant_id: str, user_id: str) -> Snapshot
             Note.embedding_model,
             Note.speaker,
             Note.kind,
+            Note.updated_at,
             func.vector_send(Note.embedding).label("vector"),
         )
         .where(
@@ -67,6 +76,6 @@ def load_snapshot(session: Session, *, tenant_id: str, user_id: str) -> Snapshot
         )
         .order_by(Note.id)
     ).all()
-    notes = [SourceNote(*row[:12]) for row in rows]
+    notes = [SourceNote(*row[:13]) for row in rows]
     vectors = decode_vectors([row.vector for row in rows])
     return Snapshot(notes, unit_rows(vectors) if len(rows) else vectors)

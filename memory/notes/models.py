@@ -53,6 +53,12 @@ class Note(Base):
         Index("ix_notes_session_turn", "tenant_id", "user_id", "session_id", "turn_seq"),
         Index("ix_notes_index_terms", "index_terms", postgresql_using="gin"),
         Index("ix_notes_window_terms", "window_terms", postgresql_using="gin"),
+        # Hard deletes set superseded_by NULL on the notes a deleted note superseded.
+        Index(
+            "ix_notes_superseded_by",
+            "superseded_by",
+            postgresql_where=text("superseded_by IS NOT NULL"),
+        ),
         Index(
             "ix_notes_content_trgm",
             "content",

@@ -184,6 +184,9 @@ def upgrade() -> None:
     op.create_index('ix_notes_session_turn', 'notes', ['tenant_id', 'user_id', 'session_id', 'turn_seq'], unique=False)
     op.create_index('ix_notes_scope', 'notes', ['tenant_id', 'user_id', 'status'], unique=False)
     op.create_index('ix_notes_window_terms', 'notes', ['window_terms'], unique=False, postgresql_using='gin')
+    # Sleep cycle (hard deletes): ON DELETE SET NULL finds the notes superseded by each
+    # deleted note; without this index that is one full scan of notes per deleted note.
+    op.create_index('ix_notes_superseded_by', 'notes', ['superseded_by'], unique=False, postgresql_where=sa.text('superseded_by IS NOT NULL'))
     op.create_table('tombstones',
     sa.Column('note_id', sa.UUID(), nullable=False),
     sa.Column('tenant_id', sa.String(length=128), nullable=False),
@@ -228,6 +231,8 @@ def upgrade() -> None:
     sa.UniqueConstraint('note_a_id', 'note_b_id', name='uq_conflicts_pair')
     )
     op.create_index('ix_conflicts_scope', 'conflicts', ['tenant_id', 'user_id', 'status'], unique=False)
+    # Sleep cycle (hard deletes): ON DELETE CASCADE from notes to conflicts.note_b_id.
+    op.create_index('ix_conflicts_note_b', 'conflicts', ['note_b_id'], unique=False)
     op.create_table('links',
     sa.Column('id', sa.UUID(), nullable=False),
     sa.Column('tenant_id', sa.String(length=128), nullable=False),
@@ -264,11 +269,13 @@ def downgrade() -> None:
     op.drop_table('note_sources')
     op.drop_index('ix_links_target', table_name='links')
     op.drop_table('links')
+    op.drop_index('ix_conflicts_note_b', table_name='conflicts')
     op.drop_index('ix_conflicts_scope', table_name='conflicts')
     op.drop_table('conflicts')
     op.drop_table('transactive_index')
     op.drop_index('ix_tombstones_scope', table_name='tombstones')
     op.drop_table('tombstones')
+    op.drop_index('ix_notes_superseded_by', table_name='notes', postgresql_where=sa.text('superseded_by IS NOT NULL'))
     op.drop_index('ix_notes_window_terms', table_name='notes', postgresql_using='gin')
     op.drop_index('ix_notes_scope', table_name='notes')
     op.drop_index('ix_notes_session_turn', table_name='notes')

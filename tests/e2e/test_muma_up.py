@@ -26,7 +26,7 @@ def _env(home: Path) -> dict[str, str]:
     return env
 
 
-def _start(home: Path, port: int, flower_port: int) -> subprocess.Popen[str]:
+def _start(home: Path, port: int, flower_port: int, **env: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
             sys.executable,
@@ -39,7 +39,7 @@ def _start(home: Path, port: int, flower_port: int) -> subprocess.Popen[str]:
             str(flower_port),
         ],
         cwd=ROOT,
-        env=_env(home),
+        env={**_env(home), **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -129,3 +129,46 @@ def test_up_serves_restarts_children_and_stops_cleanly(tmp_path: Path) -> None:
     finally:
         _stop(process)
     assert not _home_processes(home)
+
+
+def _flower_task_states(flower_port: int) -> dict[str, set[str]]:
+    reply = httpx.get(f"http://127.0.0.1:{flower_port}/api/tasks", timeout=5)
+    if reply.status_code != 200:
+        return {}
+    states: dict[str, set[str]] = {}
+    for task in reply.json().values():
+        states.setdefault(str(task.get("name")), set()).add(str(task.get("state")))
+    return states
+
+
+def test_beat_under_up_runs_the_periodic_jobs_and_flower_shows_them(tmp_path: Path) -> None:
+    """Beat fires the schedule (decay sweep every minute here), the worker runs it, and
+    Flower sees each task succeed."""
+    home = tmp_path / "muma-home"
+    port, flower_port = free_port(), free_port()
+    process = _start(
+        home,
+        port,
+        flower_port,
+        MUMA_DECAY__SWEEP_INTERVAL_MINUTES="1",
+        MUMA_PIPELINE__STUCK_AFTER_SECONDS="2",
+        FLOWER_UNAUTHENTICATED_API="true",  # the test reads Flower's JSON API
+    )
+    wanted = {
+        "tasks.maintenance.requeue_stuck_episodes",
+        "tasks.sleep.decay_all_users",
+        "tasks.sleep.promote_idle_sessions",
+    }
+    states: dict[str, set[str]] = {}
+    try:
+        _wait_healthy(f"http://127.0.0.1:{port}", process)
+        deadline = time.monotonic() + 150
+        while time.monotonic() < deadline:
+            states = _flower_task_states(flower_port)
+            if all("SUCCESS" in states.get(name, set()) for name in wanted):
+                break
+            time.sleep(2)
+    finally:
+        _stop(process)
+    missing = {name for name in wanted if "SUCCESS" not in states.get(name, set())}
+    assert not missing, f"Flower saw {states}"

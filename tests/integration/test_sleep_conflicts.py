@@ -17,6 +17,7 @@ from memory.clients.llm import LlmClient
 from memory.config import Settings, load_settings
 from memory.conflicts.models import Conflict
 from memory.conflicts.service import ConflictReport, detect_conflicts
+from memory.consolidation.cycle import run_sleep_cycle
 from memory.db import session_scope
 from memory.links.models import Link
 from memory.notes.models import Note
@@ -279,3 +280,64 @@ def test_cli_lists_and_resolves(
         cli, ["conflicts", "resolve", str(conflict_ids[0]), *scope, "--keep", "b"]
     )
     assert again.exit_code == 2 and "already resolved" in again.output
+
+
+def test_after_a_first_cycle_only_new_notes_are_compared(
+    database_url: str, tenant_id: str, user_id: str
+) -> None:
+    """Incremental: notes changed since the last cycle (less an hour) meet every note."""
+    settings = load_settings()
+    [(paris, berlin, _)] = seed_pairs(tenant_id, user_id, settings, [PAIRS[0]], updated_at=T0)
+    texts = ["Bob lives in Madrid.", "Bob lives in Lisbon."]
+    vectors = get_embedder().embed(texts)
+    # Madrid changed after the last cycle; Lisbon within the hour before it (a write that
+    # may have committed after that cycle read the store).
+    changed = [T0 + timedelta(days=2), T0 + timedelta(days=1) - timedelta(minutes=30)]
+    madrid, lisbon = add_notes(tenant_id, user_id, settings, [
+        {"content": t, "created_at": T0, "updated_at": at, "embedding": v}
+        for t, v, at in zip(texts, vectors, changed, strict=True)
+    ])  # fmt: skip
+    report = detect(tenant_id, user_id, settings, since=T0 + timedelta(days=1))
+    pairs = {frozenset((c.a.id, c.b.id)) for c, _ in report.found}
+    assert pairs and all(pair & {madrid, lisbon} for pair in pairs)
+    assert any(madrid in pair for pair in pairs) and any(lisbon in pair for pair in pairs)
+    assert frozenset((paris, berlin)) not in pairs  # both older than the last cycle
+    full = detect(tenant_id, user_id, settings)  # no `since`: every note's partners
+    assert any({paris, berlin} == set(pair) for pair in _pairs(full))
+
+
+def _pairs(report: ConflictReport) -> list[frozenset[uuid.UUID]]:
+    return [frozenset((c.a.id, c.b.id)) for c, _ in report.found]
+
+
+def test_the_nightly_cycle_compares_only_what_changed_since_the_last_one(
+    database_url: str, tenant_id: str, user_id: str
+) -> None:
+    settings = load_settings(decay={"min_age_hours": 1000})  # nothing archived meanwhile
+    seed_pairs(tenant_id, user_id, settings, [PAIRS[0]], updated_at=T0)
+    first_night, next_night = T0 + timedelta(days=1), T0 + timedelta(days=2)
+    with session_scope() as session:
+        first = run_sleep_cycle(session=session, tenant_id=tenant_id, user_id=user_id,
+                                now=first_night, settings=settings)  # fmt: skip
+    assert first.conflicts is not None and first.conflicts.counts()["contradictory"] == 1
+    text = "Bob lives in Madrid."
+    [madrid] = add_notes(tenant_id, user_id, settings, [{
+        "content": text, "created_at": first_night + timedelta(hours=5),
+        "updated_at": first_night + timedelta(hours=5),
+        "embedding": get_embedder().embed_one(text)}])  # fmt: skip
+    with session_scope() as session:
+        second = run_sleep_cycle(session=session, tenant_id=tenant_id, user_id=user_id,
+                                 now=next_night, settings=settings)  # fmt: skip
+    assert second.conflicts is not None
+    found = _pairs(second.conflicts)
+    assert found and all(madrid in pair for pair in found)
+    assert second.conflicts.candidates <= 2  # Madrid's partners only, not Paris-Berlin again
+    # A pair changed long before the last cycle (as if written while it ran) is left to
+    # a full comparison, which a clock set back before the last cycle makes.
+    [(lyon, nice, _)] = seed_pairs(tenant_id, user_id, settings, [PAIRS[2]], updated_at=T0)
+    for night, expected in ((next_night + timedelta(days=1), False), (first_night, True)):
+        with session_scope() as session:
+            report = run_sleep_cycle(session=session, tenant_id=tenant_id, user_id=user_id,
+                                     now=night, settings=settings)  # fmt: skip
+        assert report.conflicts is not None
+        assert (frozenset((lyon, nice)) in _pairs(report.conflicts)) is expected

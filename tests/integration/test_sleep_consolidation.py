@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
+from memory.cli.main import cli
 from memory.clients.embedder import get_embedder
 from memory.clients.llm import LlmClient
 from memory.config import Settings, load_settings
@@ -240,3 +243,28 @@ def test_dry_run_writes_nothing(database_url: str, tenant_id: str, user_id: str)
     assert report.counts()["created"] >= 1 and all(c.note_id is None for c in report.changes)
     assert knowledge(tenant_id, user_id) == {}
     assert indexed_count(tenant_id, user_id) == 16
+
+
+def test_cli_consolidate_previews_then_runs_at_the_given_time(
+    database_url: str, tenant_id: str, user_id: str
+) -> None:
+    settings = load_settings()
+    seed(tenant_id, user_id, settings, TOPICS["running"] + TOPICS["guitar"])
+    runner = CliRunner()
+    scope = ["consolidate", "--user", user_id, "--tenant", tenant_id]
+    at = (T0 + timedelta(days=2)).isoformat()
+    dry = runner.invoke(cli, [*scope, "--dry-run", "--now", at])
+    assert dry.exit_code == 0, dry.output
+    assert "would create 2, update 0, unchanged 0" in dry.output
+    assert knowledge(tenant_id, user_id) == {}
+    done = runner.invoke(cli, [*scope, "--now", at, "--json"])
+    assert done.exit_code == 0, done.output
+    payload = json.loads(done.output)
+    assert payload["counts"]["created"] == 2 and not payload["dry_run"]
+    made = knowledge(tenant_id, user_id)
+    assert len(made) == 2
+    assert {n.created_at for n, _ in made.values()} == {T0 + timedelta(days=2)}  # --now
+    again = runner.invoke(cli, [*scope, "--now", at])
+    assert again.exit_code == 0 and "created 0, updated 0, unchanged 2" in again.output
+    bad = runner.invoke(cli, [*scope, "--now", "yesterday"])
+    assert bad.exit_code != 0 and "--now" in bad.output

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import random
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -19,6 +20,8 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import select, text
 
+from memory.activation.decay import decay_activation
+from memory.activation.decay_sql import scan_user
 from memory.activation.model import base_level, grow_half_life, record_access
 from memory.activation.service import record_note_accesses
 from memory.activation.sweep import sweep_user
@@ -281,3 +284,36 @@ def test_one_run_per_user_and_locked_rows_are_skipped(
         later = run_decay(session=session, tenant_id=tenant_id, user_id=user_id,
                           now=hours(106), settings=settings)  # fmt: skip
     assert later is not None and [a.note_id for a in later.actions] == [held]
+
+
+def test_the_set_based_activation_equals_the_python_reference(
+    database_url: str, tenant_id: str, user_id: str
+) -> None:
+    """The sweep scores notes in SQL; decay.decay_activation is the reference it must match:
+    histories of 0-50 stored accesses, counts beyond them (Petrov tail), accesses after
+    `now` (1 s floor), grown and shrunk half-lives."""
+    settings = load_settings(decay={"prune_threshold": 1e9, "min_age_hours": 0})
+    rng, now = random.Random(11), hours(900)
+    expected: dict[uuid.UUID, float] = {}
+    with session_scope() as session:
+        for n in range(40):
+            stored = sorted(hours(rng.uniform(0, 910)) for _ in range(rng.choice([0, 1, 3, 50])))
+            first = min(stored, default=hours(0)) - timedelta(hours=rng.choice([0, 0, 30]))
+            note = make_note(session, tenant_id=tenant_id, user_id=user_id, settings=settings,
+                             content=f"fact {n}", created_at=hours(0),
+                             access_times=stored or [hours(0)])  # fmt: skip
+            note.access_times, note.first_access_at = stored, first
+            note.access_count = len(stored) + rng.choice([0, 0, 1, 40])
+            note.half_life_hours = rng.choice([42.0, 168.0, 672.0, 5000.0])
+            expected[note.id] = decay_activation(
+                access_times=stored, now=now, access_count=note.access_count,
+                first_access=first, half_life_hours=note.half_life_hours,
+                settings=settings.activation)  # fmt: skip
+    with session_scope() as session:
+        scanned, rows = scan_user(session, tenant_id=tenant_id, user_id=user_id, now=now,
+                                  settings=settings)  # fmt: skip
+    assert scanned == len(rows) == 40
+    got = {row.id: row.strength for row in rows}
+    assert sum(1 for v in expected.values() if v == float("-inf")) >= 5
+    for note_id, value in expected.items():
+        assert got[note_id] == pytest.approx(value, rel=1e-9, abs=1e-9), note_id

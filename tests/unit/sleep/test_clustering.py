@@ -71,3 +71,18 @@ def test_extractive_summary_takes_central_sentences_and_shared_keywords() -> Non
     )  # lead sentences of the three most central notes, most central first
     assert summary.keywords[0] == "marathon" and "ann" in summary.keywords
     assert shared_keywords(["one apple", "two pears"]) == []
+
+
+def test_incremental_pairs_compare_new_notes_with_everyone() -> None:
+    from memory.config import load_settings
+    from memory.conflicts.pairs import band_pairs_for
+    from tests.unit.sleep.test_matching import source
+
+    settings = load_settings()
+    base = np.array([1.0, 0.0, 0.0])
+    near = unit_rows(np.array([[1.0, 0.5, 0.0]]))[0]  # cosine 0.89 with base: in band
+    vectors = unit_rows(np.stack([base, base, near, np.array([0.0, 0.0, 1.0])]))
+    notes = [source(n) for n in range(4)]
+    found = band_pairs_for(notes, vectors, [2], settings)
+    assert {(c.a.id.int, c.b.id.int) for c in found} == {(0, 2), (1, 2)}  # not (0, 1): old
+    assert band_pairs_for(notes, vectors, [], settings) == []

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
+import random
+
 import pytest
 
-from memory.conflicts.detect import classify, dates, numbers
+from memory.conflicts.detect import MAX_SLOT_TOKENS, _single_swap, classify, dates, numbers
 
 
 @pytest.mark.parametrize(
@@ -47,3 +50,45 @@ def test_subsumes_names_the_broader_side() -> None:
 def test_dates_are_not_counted_as_numbers() -> None:
     assert dates("on 3 May 2024, a Friday") == {"may 3", "2024", "friday"}
     assert numbers("on 3 May 2024 she bought two bikes") == {"2"}
+
+
+def _difflib_swap(a: list[str], b: list[str]) -> tuple[list[str], list[str], str] | None:
+    """The reference: difflib's opcodes, exactly one short "replace"."""
+    matcher = difflib.SequenceMatcher(a=[w.lower() for w in a], b=[w.lower() for w in b])
+    edits = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    if len(edits) != 1 or edits[0][0] != "replace":
+        return None
+    _, i1, i2, j1, j2 = edits[0]
+    if i2 - i1 > MAX_SLOT_TOKENS or j2 - j1 > MAX_SLOT_TOKENS:
+        return None
+    return a[i1:i2], b[j1:j2], a[i1 - 1].lower() if i1 > 0 else ""
+
+
+def test_the_single_swap_equals_difflibs_single_replace() -> None:
+    """On texts without a repeated word (alignment is then unambiguous); with repeats,
+    the prefix/suffix alignment is kept where difflib may match a repeat elsewhere."""
+    rng = random.Random(5)
+    words = ["Ann", "likes", "the", "red", "car", "in", "Rome", "Milan", "blue", "a"]
+    checked = 0
+    for _ in range(20000):
+        a = rng.sample(words, rng.randint(1, 8))
+        b = list(a)
+        for _ in range(rng.randint(0, 3)):  # a few edits: replace, insert or delete a word
+            unused = [w for w in words if w not in b]
+            edit = rng.choice(["replace", "insert", "delete"])
+            if edit == "replace" and b and unused:
+                b[rng.randrange(len(b))] = rng.choice(unused)
+            elif edit == "insert" and unused:
+                b.insert(rng.randrange(len(b) + 1), rng.choice(unused))
+            elif edit == "delete" and len(b) > 1:
+                b.pop(rng.randrange(len(b)))
+        if abs(len(a) - len(b)) > MAX_SLOT_TOKENS:
+            continue
+        assert _single_swap(a, b) == _difflib_swap(a, b), (a, b)
+        checked += _difflib_swap(a, b) is not None
+    assert checked > 1000
+    assert _single_swap(["Ann", "likes", "cats"], ["ann", "likes", "dogs"]) == (
+        ["cats"],
+        ["dogs"],
+        "likes",
+    )
