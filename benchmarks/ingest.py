@@ -66,6 +66,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="ONNX threads for phase 1 (default: every CPU)",
     )
     p.add_argument("--no-beat", action="store_true", help="do not run celery beat")
+    p.add_argument("--worker-nice", type=int, default=0, help="start workers with nice -n N")
     p.add_argument("--drain-timeout", type=float, default=1800.0)
     p.add_argument("--data", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo JSON")
     p.add_argument("--json", type=Path, default=None, help="results path")
@@ -85,9 +86,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def raw_phase(turns: list[Turn], notes: int, threads: int | None) -> dict[str, Any]:
     settings = raw_settings(get_settings(), threads)
-    pairs = pipeline_texts(turns, settings)
-    step = max(1, len(pairs) // max(1, notes))
-    return measure_raw(pairs[::step][:notes], settings)
+    texts = pipeline_texts(turns, settings)
+    step = max(1, len(texts) // max(1, notes))
+    return measure_raw(texts[::step][:notes], settings)
 
 
 # ---------------------------------------------------------------------------- phase 2
@@ -202,6 +203,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         env=env,
         beat=not args.no_beat,
         keep=args.keep,
+        worker_nice=args.worker_nice,
     ) as stack:
         print(f"stack up in {stack.home}; turns: {source}", flush=True)
         embedding = get_settings().embedding.model_dump(exclude={"api_key"})  # as services see it

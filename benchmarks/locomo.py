@@ -149,6 +149,7 @@ def report(api: dict[str, Any], questions: list[Question], extra: dict[str, Any]
             recall_table[name]["R@10"] >= (0.80 if name == "overall" else 0.65),
         )
         for name in ["overall", *CATEGORIES.values()]
+        if name in recall_table  # a small --questions sample may miss a category
     ]
     rows.append(
         Row(
@@ -194,7 +195,9 @@ def report(api: dict[str, Any], questions: list[Question], extra: dict[str, Any]
 def compare(title: str, tables: dict[str, dict[str, dict[str, float]]]) -> None:
     rows = []
     for name, table in tables.items():
-        cats = " ".join(f"{table[c]['R@10']:.3f}" for c in CATEGORIES.values())
+        cats = " ".join(
+            f"{table[c]['R@10']:.3f}" if c in table else "-" for c in CATEGORIES.values()
+        )
         rows.append(Row(name, " / ".join(f"{v:.3f}" for v in table["overall"].values()), cats))
     print_table(f"{title} (overall R@5/R@10/R@20; R@10 multi-hop temporal open single)", rows)
 

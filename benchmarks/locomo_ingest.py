@@ -63,7 +63,7 @@ def ingest_inprocess(turns: list[Turn], *, tenant_id: str, agent_id: str) -> flo
         print(f"extracted {min(start + BATCH, len(episode_ids))}/{len(episode_ids)}", flush=True)
     while True:
         with session_scope() as session:
-            note_ids = embed_pending_notes(session=session, embedder=embedder, limit=BATCH)
+            note_ids = embed_pending_notes(session=session, embedder=embedder, limit=BATCH).note_ids
             if not note_ids:
                 break
             outcomes = decide_notes(session=session, note_ids=note_ids, settings=settings, llm=None)

@@ -10,16 +10,18 @@ import logging
 import traceback
 import uuid
 from collections.abc import Iterable
+from datetime import datetime, timedelta
 
 from memory.clients.embedder import get_embedder
-from memory.clients.llm import get_llm_client
+from memory.clients.llm import LlmClient, get_llm_client
 from memory.clients.redis import get_redis
 from memory.commons.events import publish_events
-from memory.config import get_settings
-from memory.episodes.pipeline import extract_episode
+from memory.config import Settings, get_settings
+from memory.episodes.pipeline import claim_queued_episode, extract_episode
 from memory.errors import TransientError
 from memory.links.pipeline import evolve_by_keywords, evolve_with_llm, link_notes
 from memory.notes.pipeline import decide_notes, embed_pending_notes, note_event_payloads
+from memory.types import utcnow
 from tasks.app import app
 from tasks.base import DbTask
 
@@ -27,6 +29,12 @@ log = logging.getLogger(__name__)
 
 
 BATCH = 50
+# A process_episodes task also takes along up to TAKE_ALONG episodes queued for longer
+# than BACKLOG_SECONDS (the workers are behind): batches for the later stages instead of
+# one note per task. Fresh episodes are left to their own tasks, so a burst still flows
+# through embedding while it is being extracted.
+TAKE_ALONG = 24
+BACKLOG_SECONDS = 1.0
 EMBED_FLAG = "muma:embed-scheduled"
 # Redis message priorities (0 runs first): finish work in flight before starting new work,
 # so capture-to-searchable latency stays low under a backlog.
@@ -60,32 +68,54 @@ def schedule_embedding() -> None:
 
 @app.task(base=DbTask, bind=True, name="tasks.pipeline.process_episodes")
 def process_episodes(self: DbTask, episode_ids: list[str]) -> int:
-    """Stages 1-2 for each episode, one transaction each: extract facts, construct notes.
+    """Stages 1-2 for each episode, one transaction each: extract facts, construct notes;
+    then up to TAKE_ALONG of the oldest backlog episodes no other worker holds.
 
     A non-transient failure of one episode dead-letters that episode alone; a transient
-    one retries the task, and the episodes already done are skipped by their state guard.
+    one retries the task, and the episodes already done are skipped by their state guard
+    (so is an episode another task took along: its own task finds it claimed or done).
     """
     settings = get_settings()
     llm = get_llm_client(settings)
-    created = 0
-    for episode_id in episode_ids:
-        try:
-            with self.session() as session:
-                created += len(
-                    extract_episode(
-                        session=session,
-                        episode_id=uuid.UUID(episode_id),
-                        settings=settings,
-                        llm=llm,
-                    )
-                )
-        except TransientError:
-            raise
-        except Exception as exc:  # one bad episode must not hold up the others
-            self.dead_letter([[episode_id]], {}, exc, traceback.format_exc(), episode_id)
+    created = sum(_extract_one(self, episode_id, settings, llm)[1] for episode_id in episode_ids)
     if created:
         schedule_embedding()
-    return created
+    taken = extra = 0
+    before = utcnow() - timedelta(seconds=BACKLOG_SECONDS)
+    while taken < TAKE_ALONG:
+        claimed, notes = _extract_one(self, before, settings, llm)
+        if claimed is None:
+            break
+        taken, extra = taken + 1, extra + notes
+    if extra:
+        schedule_embedding()
+    return created + extra
+
+
+def _extract_one(
+    task: DbTask, episode: str | datetime, settings: Settings, llm: LlmClient | None
+) -> tuple[str | None, int]:
+    """Extract one episode in its own transaction: the given id, or the oldest backlog
+    episode captured before the given time; return (its id or None, notes created)."""
+    claimed = episode if isinstance(episode, str) else None
+    try:
+        with task.session() as session:
+            if isinstance(episode, datetime):
+                found = claim_queued_episode(session=session, captured_before=episode)
+                if found is None:
+                    return None, 0
+                claimed = str(found)
+            notes = extract_episode(
+                session=session, episode_id=uuid.UUID(claimed), settings=settings, llm=llm
+            )
+            return claimed, len(notes)
+    except TransientError:
+        raise
+    except Exception as exc:  # one bad episode must not hold up the others
+        if claimed is None:
+            raise
+        task.dead_letter([[claimed]], {}, exc, traceback.format_exc(), claimed)
+        return claimed, 0
 
 
 @app.task(base=DbTask, bind=True, name="tasks.pipeline.embed_notes")
@@ -95,14 +125,17 @@ def embed_notes(self: DbTask) -> int:
     batch = settings.embedding.batch_size * 2
     get_redis().delete(EMBED_FLAG)  # arrivals from now on schedule a fresh run
     with self.session() as session:
-        note_ids = embed_pending_notes(
-            session=session, embedder=get_embedder(settings), limit=batch
+        done = embed_pending_notes(
+            session=session,
+            embedder=get_embedder(settings),
+            limit=batch,
+            stale_after_seconds=settings.pipeline.stuck_after_seconds,
         )
-    if note_ids:
-        decide.apply_async(([str(i) for i in note_ids],), priority=PRIORITY_DECIDE)
-    if len(note_ids) >= batch:
+    if done.note_ids:
+        decide.apply_async(([str(i) for i in done.note_ids],), priority=PRIORITY_DECIDE)
+    if len(done.embedded) >= batch:
         embed_notes.apply_async(priority=PRIORITY_EMBED)  # more backlog: keep draining
-    return len(note_ids)
+    return len(done.embedded)
 
 
 @app.task(base=DbTask, bind=True, name="tasks.pipeline.decide")

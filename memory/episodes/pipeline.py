@@ -12,8 +12,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import datetime
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, union_all
 from sqlalchemy.orm import Session
 
 from memory.activation.model import initial_half_life
@@ -34,6 +36,20 @@ def claim_episode(*, session: Session, episode_id: uuid.UUID) -> Episode | None:
     """Lock the episode for this worker; None if another worker holds it or it is gone."""
     return session.scalar(
         select(Episode).where(Episode.id == episode_id).with_for_update(skip_locked=True)
+    )
+
+
+def claim_queued_episode(*, session: Session, captured_before: datetime) -> uuid.UUID | None:
+    """Lock the oldest episode still `queued` since before `captured_before` that no other
+    worker holds; None if there is none. Under a backlog a worker takes these along, so
+    the later stages get batches instead of one note per task. (status, updated_at) is
+    indexed: the claim costs the same with thousands queued."""
+    return session.scalar(
+        select(Episode.id)
+        .where(Episode.status == "queued", Episode.updated_at < captured_before)
+        .order_by(Episode.updated_at)
+        .limit(1)
+        .with_for_update(skip_locked=True)
     )
 
 
@@ -61,35 +77,50 @@ NEIGHBOURS_EACH_SIDE = 2  # ±2 turns measured better than ±1 on LoCoMo (window
 def _neighbours(session: Session, episode: Episode) -> list[str]:
     """Up to two turns before and after, same session, as "Speaker: text" lines, nearest
     first (previous, next, the one before, the one after), so a length cap on the window
-    keeps the closest context."""
+    keeps the closest context. One round trip, only the columns the lines need."""
     scope = (
         Episode.tenant_id == episode.tenant_id,
         Episode.user_id == episode.user_id,
         Episode.session_id == episode.session_id,
     )
-    before = session.scalars(
-        select(Episode)
+    columns = (
+        Episode.seq,
+        Episode.content,
+        Episode.role,
+        Episode.speaker,
+        Episode.agent_id,
+        Episode.metadata_.label("meta"),
+    )
+    before = (
+        select(*columns)
         .where(*scope, Episode.seq < episode.seq)
         .order_by(Episode.seq.desc())
         .limit(NEIGHBOURS_EACH_SIDE)
-    ).all()
-    after = session.scalars(
-        select(Episode)
+    )
+    after = (
+        select(*columns)
         .where(*scope, Episode.seq > episode.seq)
         .order_by(Episode.seq)
         .limit(NEIGHBOURS_EACH_SIDE)
-    ).all()
+    )
+    rows = list(session.execute(union_all(before.subquery().select(), after.subquery().select())))
+    earlier = sorted((r for r in rows if r.seq < episode.seq), key=lambda r: -r.seq)
+    later = sorted((r for r in rows if r.seq > episode.seq), key=lambda r: r.seq)
     lines = [
         neighbour_line(
-            e.content, role=e.role, speaker=e.speaker, agent_id=e.agent_id, metadata=e.metadata_
+            row.content,
+            role=row.role,
+            speaker=row.speaker,
+            agent_id=row.agent_id,
+            metadata=row.meta,
         )
-        for e in _nearest_first(list(before), list(after))
+        for row in _nearest_first(earlier, later)
     ]
     return [line for line in lines if line]
 
 
-def _nearest_first(before: list[Episode], after: list[Episode]) -> list[Episode]:
-    ordered: list[Episode] = []
+def _nearest_first(before: list[Any], after: list[Any]) -> list[Any]:
+    ordered: list[Any] = []
     for index in range(max(len(before), len(after))):
         ordered += [side[index] for side in (before, after) if index < len(side)]
     return ordered
@@ -145,12 +176,14 @@ def extract_episode(
     episode = claim_episode(session=session, episode_id=episode_id)
     if episode is None or episode.status in ("done", "failed"):
         return []
-    existing = pending_note_ids(session=session, episode_id=episode.id)
-    if existing:
-        return existing
-    if episode.status == "processing" and _has_notes(session, episode.id):
-        _finish(episode, episode.decision or "ADD")
-        return []
+    # A first attempt on a queued episode has no notes yet: skip the look-ups.
+    if episode.status != "queued" or episode.attempts > 0:
+        existing = pending_note_ids(session=session, episode_id=episode.id)
+        if existing:
+            return existing
+        if episode.status == "processing" and _has_notes(session, episode.id):
+            _finish(episode, episode.decision or "ADD")
+            return []
     episode.status = "processing"
     episode.attempts += 1
     facts = extract_facts(
@@ -234,10 +267,19 @@ def _finish(episode: Episode, decision: str) -> None:
 def finish_episodes(
     *, session: Session, episode_ids: Sequence[uuid.UUID], decisions: dict[uuid.UUID, str]
 ) -> None:
-    """Mark episodes done once none of their notes is still pending."""
-    for episode_id in set(episode_ids):
-        if pending_note_ids(session=session, episode_id=episode_id):
-            continue
-        episode = session.get(Episode, episode_id)
-        if episode is not None and episode.status == "processing":
-            _finish(episode, decisions.get(episode_id, "ADD"))
+    """Mark episodes done once none of their notes is still pending (one query)."""
+    if not episode_ids:
+        return
+    still_pending = (
+        select(NoteSource.note_id)
+        .join(Note, Note.id == NoteSource.note_id)
+        .where(NoteSource.episode_id == Episode.id, Note.status == "pending")
+        .exists()
+    )
+    finished = session.scalars(
+        select(Episode).where(
+            Episode.id.in_(set(episode_ids)), Episode.status == "processing", ~still_pending
+        )
+    )
+    for episode in finished:
+        _finish(episode, decisions.get(episode.id, "ADD"))

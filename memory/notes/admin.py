@@ -8,7 +8,8 @@ Invariants:
   notes it authored, so no agent can widen the audience of another agent's note.
 - visibility, pinned, tags, domain and kind change in place; a content change closes the
   current version (valid_to, superseded_by) and writes version+1 with the same lineage,
-  the same author and provenance, a `supersedes` link, and an embedding computed here.
+  the same author, turn and provenance, a `supersedes` link, an embedding computed here
+  and a window vector derived from its neighbours (memory.notes.window).
   The new version is written active directly, not through the decide stage: decide
   could merge it into another note (NOOP) or re-target it, losing the edit's lineage.
 - BM25 statistics follow: the closed version is unindexed, the new one indexed.
@@ -40,6 +41,7 @@ from memory.notes.construct import (
 from memory.notes.lexicon import apply_terms, index_note_terms, note_terms, unindex_note_terms
 from memory.notes.models import Note, NoteSource
 from memory.notes.service import get_visible_note
+from memory.notes.window import lock_note_windows, refresh_window_vectors
 from memory.ops.audit import record_event
 from memory.types import NOTE_KINDS, VISIBILITIES, utcnow
 
@@ -109,6 +111,8 @@ def patch_note(
     """Apply `patch`; return the current version afterwards and {field: {old, new}}."""
     _validate(patch)
     note = get_visible_note(session=session, viewer=viewer, note_id=note_id)
+    if patch.content is not None:  # a new version refreshes windows: session lock first
+        lock_note_windows(session=session, note_ids=[note.id])
     # Serialise edits of one note: two concurrent revisions must not both close it.
     session.refresh(note, with_for_update=True)
     if note.status != "active" or note.valid_to is not None:
@@ -199,7 +203,7 @@ def _new_version(
 ) -> Note:
     label = _label(session, old)
     index_text, window_text, embed_text = _revised_texts(old, label, content)
-    vectors = embedder.embed([embed_text, window_text])
+    embedding = embedder.embed_one(embed_text)
     now = utcnow()
     new = Note(
         id=uuid.uuid4(),
@@ -219,8 +223,7 @@ def _new_version(
         index_text=index_text,
         window_text=window_text,
         embed_text=embed_text,
-        embedding=vectors[0],
-        window_embedding=vectors[1],
+        embedding=embedding,
         embedding_model=embedder.model_id,
     )
     _set_fields(new, changes, settings)
@@ -231,6 +234,10 @@ def _new_version(
     old.valid_to, old.superseded_by = now, new.id
     _carry_provenance(session, old, new, created_by)
     index_note_terms(session=session, notes=[new])
+    session.flush()  # the old version closed: the window reads the current versions only
+    refresh_window_vectors(
+        session=session, seeds=lock_note_windows(session=session, note_ids=[new.id])
+    )
     return new
 
 
@@ -257,6 +264,7 @@ _CARRIED = (
     "user_id",
     "agent_id",
     "session_id",
+    "turn_seq",
     "speaker",
     "kind",
     "domain",

@@ -53,6 +53,8 @@ class Note(Base):
         Index("ix_notes_session_turn", "tenant_id", "user_id", "session_id", "turn_seq"),
         Index("ix_notes_index_terms", "index_terms", postgresql_using="gin"),
         Index("ix_notes_window_terms", "window_terms", postgresql_using="gin"),
+        # The embedding stage claims pending notes oldest first (write path).
+        Index("ix_notes_pending", "created_at", postgresql_where=text("status = 'pending'")),
         # Hard deletes set superseded_by NULL on the notes a deleted note superseded.
         Index(
             "ix_notes_superseded_by",

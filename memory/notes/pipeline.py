@@ -1,10 +1,12 @@
 """Stages 3-5 of the write path: embed pending notes in batches, then decide each one.
 
-Invariants: pending notes are claimed with FOR UPDATE SKIP LOCKED, so concurrent workers
-split a backlog instead of embedding it twice; a note is decided only while `pending`, so
-a redelivered task is a no-op; UPDATE and DELETE close the old version (valid_to,
-superseded_by) and never overwrite it; a note's terms enter the BM25 statistics exactly
-when it becomes active.
+Invariants: notes to embed are claimed with FOR UPDATE SKIP LOCKED, so concurrent
+workers split a backlog instead of embedding it twice; each note's text is embedded once
+(its window vector is derived from its own and its neighbours' vectors when it is
+decided, memory.notes.window); a note is decided only while `pending` (its lock is
+awaited, then the state re-checked), so a redelivered task is a no-op; UPDATE and DELETE
+close the old version (valid_to, superseded_by) and never overwrite it; a note's terms
+enter the BM25 statistics exactly when it becomes active.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
@@ -25,47 +29,66 @@ from memory.links.models import Link
 from memory.notes.decide import Candidate, Decision, decide_by_rules, decide_with_llm
 from memory.notes.lexicon import apply_terms, index_note_terms, note_terms, unindex_note_terms
 from memory.notes.models import Note, NoteSource
+from memory.notes.window import (
+    WindowSeeds,
+    changed_windows,
+    lock_note_windows,
+    refresh_window_vectors,
+    store_windows,
+)
 from memory.ops.audit import record_event
 from memory.types import utcnow
 
 SIMILAR_LIMIT = 5
-# The dense window embeds the turn with its nearest neighbours only: embedding cost grows
-# with length, and the lexical window already covers the wider context.
-WINDOW_EMBED_CHARS = 400
+
+
+@dataclass(frozen=True)
+class EmbedBatch:
+    """What one embedding run did: notes it embedded, and pending notes embedded long ago
+    whose decision never came (a lost decide task), handed to the decide stage again."""
+
+    embedded: list[uuid.UUID]
+    stale: list[uuid.UUID]
+
+    @property
+    def note_ids(self) -> list[uuid.UUID]:
+        return [*self.embedded, *self.stale]
 
 
 def embed_pending_notes(
-    *, session: Session, embedder: Embedder, limit: int, window: bool = True
-) -> list[uuid.UUID]:
-    """Embed up to `limit` pending notes in one batch; return every pending id claimed.
+    *, session: Session, embedder: Embedder, limit: int, stale_after_seconds: float = 60
+) -> EmbedBatch:
+    """Embed up to `limit` pending, not yet embedded notes in one batch, one text per note
+    (`embed_text`); window vectors are left to the decide stage.
 
-    Notes already embedded by an earlier, interrupted run are returned too, so the decide
-    stage picks them up.
+    Only notes without an embedding are locked: embedded ones awaiting their decision are
+    never held while the model runs (their decide stage would wait on them). Those pending
+    for longer than `stale_after_seconds` since they were embedded are returned as stale.
     """
-    notes = list(
+    todo = list(
         session.scalars(
             select(Note)
-            .where(Note.status == "pending")
+            .where(Note.status == "pending", Note.embedding.is_(None))
             .order_by(Note.created_at)
             .limit(limit)
             .with_for_update(skip_locked=True)
         )
     )
-    todo = [n for n in notes if n.embedding is None]
     if todo:
-        texts = [n.embed_text or n.content for n in todo]
-        if window:
-            texts += [
-                (n.window_text or n.embed_text or n.content)[:WINDOW_EMBED_CHARS] for n in todo
-            ]
-        vectors = embedder.embed(texts)
-        for i, note in enumerate(todo):
-            note.embedding = vectors[i]
-            note.window_embedding = vectors[len(todo) + i] if window else None
+        vectors = embedder.embed([n.embed_text or n.content for n in todo])
+        for note, vector in zip(todo, vectors, strict=True):
+            note.embedding = vector
             note.embedding_model = embedder.model_id
             apply_terms(note, note_terms(note))
         session.flush()
-    return [n.id for n in notes]
+    cutoff = utcnow() - timedelta(seconds=stale_after_seconds)
+    stale = session.scalars(
+        select(Note.id)
+        .where(Note.status == "pending", Note.embedding.is_not(None), Note.updated_at < cutoff)
+        .order_by(Note.created_at)
+        .limit(limit)
+    )
+    return EmbedBatch([n.id for n in todo], list(stale))
 
 
 def similar_notes(
@@ -102,26 +125,36 @@ class Outcome:
 def decide_notes(
     *, session: Session, note_ids: Sequence[uuid.UUID], settings: Settings, llm: LlmClient | None
 ) -> list[Outcome]:
-    """Decide every still-pending, embedded note among `note_ids`; finish their episodes."""
+    """Decide every still-pending, embedded note among `note_ids`; finish their episodes;
+    refresh the window vectors of their turns and the turns around them."""
+    # Session locks before note locks: a concurrent refresh of a neighbouring batch holds
+    # rows this claim would otherwise skip (memory.notes.window).
+    seeds = lock_note_windows(session=session, note_ids=note_ids)
+    # Waits rather than skips: an embedding claim may hold a just-embedded note for a
+    # moment (PostgreSQL keeps the lock on a row whose re-check failed), and a skipped
+    # note would wait for the stale sweep. A second decide of the same notes waits here,
+    # then finds them no longer pending.
     notes = list(
         session.scalars(
             select(Note)
             .where(Note.id.in_(note_ids), Note.status == "pending", Note.embedding.is_not(None))
             .order_by(Note.created_at)
-            .with_for_update(skip_locked=True)
+            .with_for_update()
         )
     )
+    windows = _batch_windows(session, seeds, notes)
     outcomes: list[Outcome] = []
     episode_decisions: dict[uuid.UUID, str] = {}
+    sources = _sources_by_note(session, [note.id for note in notes])
     for note in notes:
-        episode_ids = list(
-            session.scalars(select(NoteSource.episode_id).where(NoteSource.note_id == note.id))
-        )
+        episode_ids = sources.get(note.id, [])
         candidates = similar_notes(session, note, limit=SIMILAR_LIMIT)
         if llm is not None:
             decision = decide_with_llm(llm, note.content, candidates)
         else:
             decision = decide_by_rules(note.content, note.speaker, candidates, settings.pipeline)
+        if note.id in windows:  # flushed together with the decision
+            note.window_embedding = windows[note.id]
         active_id = _apply(session, note, decision, episode_ids)
         outcomes.append(Outcome(note.id, decision, active_id))
         for episode_id in episode_ids:
@@ -132,7 +165,33 @@ def decide_notes(
         episode_ids=list(episode_decisions),
         decisions=episode_decisions,
     )
+    # Merged (NOOP) or deleted notes left their neighbours' windows: usually no change.
+    refresh_window_vectors(session=session, seeds=seeds)
     return outcomes
+
+
+def _sources_by_note(
+    session: Session, note_ids: list[uuid.UUID]
+) -> dict[uuid.UUID, list[uuid.UUID]]:
+    sources: dict[uuid.UUID, list[uuid.UUID]] = {}
+    if note_ids:
+        rows = session.execute(
+            select(NoteSource.note_id, NoteSource.episode_id).where(
+                NoteSource.note_id.in_(note_ids)
+            )
+        )
+        for note_id, episode_id in rows:
+            sources.setdefault(note_id, []).append(episode_id)
+    return sources
+
+
+def _batch_windows(session: Session, seeds: WindowSeeds, notes: list[Note]) -> dict[uuid.UUID, Any]:
+    """New windows of the batch's notes, to be set with their decisions (so each row is
+    written once here); those of neighbours outside the batch are written now."""
+    windows = changed_windows(session=session, seeds=seeds)
+    batch = {note.id for note in notes}
+    store_windows(session=session, windows={k: v for k, v in windows.items() if k not in batch})
+    return {k: v for k, v in windows.items() if k in batch}
 
 
 def _apply(

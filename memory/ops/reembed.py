@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from memory.clients.embedder import Embedder
 from memory.errors import ConfigError
 from memory.notes.models import Note
+from memory.notes.window import lock_note_windows, refresh_window_vectors
 from memory.types import EMBEDDING_DIMENSION
 
 
@@ -31,30 +32,31 @@ def count_stale(*, session: Session, model_id: str, tenant_id: str | None = None
 def reembed_batch(
     *, session: Session, embedder: Embedder, limit: int, tenant_id: str | None = None
 ) -> int:
-    """Re-embed up to `limit` stale notes (own text and window); return how many."""
+    """Re-embed up to `limit` stale notes (own text; windows derived); return how many."""
     if embedder.dimension != EMBEDDING_DIMENSION:
         raise ConfigError(
             f"embedder {embedder.model_id} makes {embedder.dimension}-d vectors; the store "
             f"holds {EMBEDDING_DIMENSION}-d ones",
             key="embedding.dimension",
         )
+    stale = _stale(embedder.model_id, tenant_id)
+    candidates = list(session.scalars(select(Note.id).where(stale).order_by(Note.id).limit(limit)))
+    # Window session locks before row locks, as the decide stage takes them.
+    seeds = lock_note_windows(session=session, note_ids=candidates)
     notes = list(
         session.scalars(
             select(Note)
-            .where(_stale(embedder.model_id, tenant_id))
+            .where(Note.id.in_(candidates), stale)
             .order_by(Note.id)
-            .limit(limit)
             .with_for_update(skip_locked=True)
         )
     )
     if not notes:
         return 0
-    own = [n.embed_text or n.content for n in notes]
-    window = [n.window_text or n.embed_text or n.content for n in notes]
-    vectors = embedder.embed(own + window)
-    for i, note in enumerate(notes):
-        note.embedding = vectors[i]
-        note.window_embedding = vectors[len(notes) + i]
+    vectors = embedder.embed([n.embed_text or n.content for n in notes])
+    for note, vector in zip(notes, vectors, strict=True):
+        note.embedding = vector
         note.embedding_model = embedder.model_id
     session.flush()
+    refresh_window_vectors(session=session, seeds=seeds)
     return len(notes)

@@ -187,6 +187,9 @@ def upgrade() -> None:
     # Sleep cycle (hard deletes): ON DELETE SET NULL finds the notes superseded by each
     # deleted note; without this index that is one full scan of notes per deleted note.
     op.create_index('ix_notes_superseded_by', 'notes', ['superseded_by'], unique=False, postgresql_where=sa.text('superseded_by IS NOT NULL'))
+    # Write path: the embedding stage claims pending notes oldest first; without this
+    # index that is one full scan of notes per batch.
+    op.create_index('ix_notes_pending', 'notes', ['created_at'], unique=False, postgresql_where=sa.text("status = 'pending'"))
     op.create_table('tombstones',
     sa.Column('note_id', sa.UUID(), nullable=False),
     sa.Column('tenant_id', sa.String(length=128), nullable=False),
@@ -275,6 +278,7 @@ def downgrade() -> None:
     op.drop_table('transactive_index')
     op.drop_index('ix_tombstones_scope', table_name='tombstones')
     op.drop_table('tombstones')
+    op.drop_index('ix_notes_pending', table_name='notes', postgresql_where=sa.text("status = 'pending'"))
     op.drop_index('ix_notes_superseded_by', table_name='notes', postgresql_where=sa.text('superseded_by IS NOT NULL'))
     op.drop_index('ix_notes_window_terms', table_name='notes', postgresql_using='gin')
     op.drop_index('ix_notes_scope', table_name='notes')

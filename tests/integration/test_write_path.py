@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import uuid
+from collections import Counter
+from collections.abc import Sequence
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
+from memory.clients.embedder import Embedder, get_embedder
+from memory.config import get_settings
 from memory.db import session_scope
 from memory.episodes.models import Episode
+from memory.episodes.pipeline import extract_episode
+from memory.episodes.service import EpisodeInput, capture_episodes
 from memory.links.models import Link
 from memory.notes.models import Note, NoteSource
+from memory.notes.pipeline import decide_notes, embed_pending_notes
+from memory.notes.window import lock_note_windows, refresh_window_vectors, window_vector
 from tests.support.helpers import bearer, wait_for_episodes, wait_until
 
 pytestmark = pytest.mark.integration
@@ -70,6 +79,8 @@ def test_capture_becomes_a_note_with_provenance(
             session.scalars(select(NoteSource.episode_id).where(NoteSource.note_id == biscuit.id))
         )
         assert [str(s) for s in sources] == [episode_ids[0]]
+        # Both turns are one session: each window blends the other turn's vector in.
+        assert_windows_derived(sorted(notes, key=lambda n: n.turn_seq))
     detail = api_client.get(
         f"/v1/memories/{biscuit.id}",
         params={"user_id": user_id, "agent_id": "assistant-1"},
@@ -187,3 +198,110 @@ def test_pipeline_status(api_client: TestClient, agent_headers: dict[str, str]) 
     assert set(body["episodes"]) == {"queued", "processing", "done", "failed"}
     assert isinstance(body["dead_letters"], int)
     assert set(body["queues"]) == {"ingest", "embed", "llm", "maintenance"}
+
+
+def assert_windows_derived(notes: Sequence[Note]) -> None:
+    """Each note's window is the weighted blend of its own vector and its session
+    neighbours' (notes: one session, one note per turn, in turn order)."""
+    own = [np.asarray(n.embedding) for n in notes]
+    for i, note in enumerate(notes):
+        expected = window_vector(own[i], own[max(i - 2, 0) : i][::-1], own[i + 1 : i + 3])
+        assert note.window_embedding is not None, note.content
+        np.testing.assert_allclose(np.asarray(note.window_embedding), expected, atol=1e-5)
+
+
+class CountingEmbedder(Embedder):
+    """The configured embedder, recording every text it is asked to embed."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner, self.model_id, self.dimension = inner, inner.model_id, inner.dimension
+        self.texts: list[str] = []
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        self.texts += texts
+        return self.inner.embed(texts)
+
+
+WALKS = [
+    "I adopted a beagle called Biscuit last spring.",
+    "My sister works as a nurse in Porto.",
+    "The quarterly tax return is due on 30 April.",
+    "We repainted the kitchen a pale shade of green.",
+    "Our team won the five-a-side football final on Saturday.",
+]
+
+
+def _capture_turns(tenant_id: str, user_id: str, texts: Sequence[str]) -> None:
+    """Capture turns of one session and run extraction in process (no worker)."""
+    inputs = [
+        EpisodeInput(
+            user_id=user_id,
+            agent_id="assistant-1",
+            session_id="walks",
+            role="user",
+            content=text,
+            speaker="Alice",
+        )
+        for text in texts
+    ]
+    with session_scope() as session:
+        episode_ids = [
+            e for e, _ in capture_episodes(session=session, tenant_id=tenant_id, episodes=inputs)
+        ]
+    with session_scope() as session:
+        for episode_id in episode_ids:
+            extract_episode(
+                session=session, episode_id=episode_id, settings=get_settings(), llm=None
+            )
+
+
+def _embed_and_decide(embedder: Embedder) -> None:
+    with session_scope() as session:
+        note_ids = embed_pending_notes(session=session, embedder=embedder, limit=500).note_ids
+    with session_scope() as session:
+        decide_notes(session=session, note_ids=note_ids, settings=get_settings(), llm=None)
+
+
+def _walk_notes(user_id: str) -> list[Note]:
+    with session_scope() as session:
+        query = select(Note).where(Note.user_id == user_id, Note.status == "active")
+        return sorted(session.scalars(query), key=lambda n: n.turn_seq or 0)
+
+
+def test_each_note_is_embedded_once_and_its_window_derived(
+    database_url: str, tenant_id: str, user_id: str
+) -> None:
+    _capture_turns(tenant_id, user_id, WALKS)
+    embedder = CountingEmbedder(get_embedder())
+    _embed_and_decide(embedder)
+    notes = _walk_notes(user_id)
+    assert len(notes) == len(WALKS)
+    # One text per note, its own: the window costs no embedder call.
+    assert Counter(embedder.texts) == Counter(n.embed_text for n in notes)
+    assert_windows_derived(notes)
+    # The lexical window: the turn, then its neighbours nearest first (same session).
+    lines = (notes[2].window_text or "").split("\n")
+    assert [line.split(":")[0] for line in lines] == ["Alice"] * 5
+    for line, word in zip(lines, ["tax", "sister", "kitchen", "beagle", "football"], strict=True):
+        assert word in line, (word, line)
+
+
+def test_a_later_turn_refreshes_its_earlier_neighbours_windows(
+    database_url: str, tenant_id: str, user_id: str
+) -> None:
+    embedder = get_embedder()
+    _capture_turns(tenant_id, user_id, WALKS[:4])
+    _embed_and_decide(embedder)
+    before = {n.id: np.asarray(n.window_embedding) for n in _walk_notes(user_id)}
+    _capture_turns(tenant_id, user_id, WALKS[4:])
+    _embed_and_decide(embedder)
+    notes = _walk_notes(user_id)
+    assert len(notes) == 5
+    assert_windows_derived(notes)
+    # Turns 3 and 4 gained a neighbour (turn 5); turns 1 and 2 are too far to change.
+    changed = [not np.allclose(before[n.id], n.window_embedding, atol=1e-6) for n in notes[:4]]
+    assert changed == [False, False, True, True]
+    # Idempotent: a second refresh of the whole session finds nothing to change.
+    with session_scope() as session:
+        seeds = lock_note_windows(session=session, note_ids=[n.id for n in notes])
+        assert refresh_window_vectors(session=session, seeds=seeds) == 0
