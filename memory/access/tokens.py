@@ -1,17 +1,22 @@
 """API tokens: creation (secret shown once), sha256 lookup, listing and revocation.
 
 Authentication is cached per process (`TokenCache`, keyed by the token's sha256, for
-TOKEN_CACHE_SECONDS), so most requests skip the database. The bound this gives:
-- a token revoked through `revoke_token` stops working at once in the process that
-  revoked it (its entry is dropped and kept out of the cache for one TTL);
-- in any other process (another API worker or host, after `muma tokens revoke` from the
-  CLI) a revoked token keeps working for at most TOKEN_CACHE_SECONDS (30 s).
+TOKEN_CACHE_SECONDS), so most requests skip the database. Revocation:
+- `revoke_token` drops the entry in its own process at once (and keeps it out of the
+  cache for one TTL), and after its transaction commits it increments a revocation
+  counter in Redis (REVOCATIONS_KEY);
+- every cache hit first reads that counter (one Redis GET, far cheaper than the token
+  query); a changed counter empties the cache, so a token revoked anywhere (another API
+  worker or host, `muma tokens revoke`) stops working at once everywhere;
+- when Redis cannot be asked, the cache is not used (every request reads the database);
+  a revocation whose counter increment failed applies within TOKEN_CACHE_SECONDS (30 s).
 Failed lookups are never cached, so a new token works at once everywhere.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 import threading
 import time
@@ -19,10 +24,12 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy import select
+import redis
+from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
 from memory.access.models import ApiToken
+from memory.clients.redis import get_redis
 from memory.errors import AuthenticationError, InvalidInputError, NotFoundError
 from memory.ops.audit import record_event
 from memory.types import TOKEN_ROLES, utcnow
@@ -50,6 +57,8 @@ def hash_token(secret: str) -> str:
 
 TOKEN_CACHE_SECONDS = 30.0
 TOKEN_CACHE_SIZE = 4096
+REVOCATIONS_KEY = "muma:tokens:revocations"
+log = logging.getLogger(__name__)
 
 
 class TokenCache:
@@ -69,9 +78,17 @@ class TokenCache:
         self._lock = threading.Lock()
         self._entries: dict[str, tuple[float, Principal]] = {}
         self._refused: dict[str, float] = {}
+        self._epoch: str | None = "0"  # the counter before any revocation
 
-    def get(self, token_hash: str) -> Principal | None:
+    def get(self, token_hash: str, epoch: str | None = "0") -> Principal | None:
+        """The cached principal, unless the revocation counter moved (then: empty cache)."""
         with self._lock:
+            if epoch is None:
+                return None
+            if epoch != self._epoch:
+                self._entries.clear()
+                self._epoch = epoch
+                return None
             entry = self._entries.get(token_hash)
             if entry is None:
                 return None
@@ -80,10 +97,10 @@ class TokenCache:
                 return None
             return entry[1]
 
-    def put(self, token_hash: str, principal: Principal) -> None:
+    def put(self, token_hash: str, principal: Principal, epoch: str | None = "0") -> None:
         with self._lock:
             now = self._clock()
-            if self._refused.get(token_hash, now) > now:
+            if epoch is None or self._refused.get(token_hash, now) > now:
                 return
             if len(self._entries) >= self.size:
                 self._evict(now)
@@ -157,15 +174,41 @@ def authenticate(*, session: Session, secret: str | None) -> Principal:
     if not secret:
         raise AuthenticationError("missing bearer token")
     token_hash = hash_token(secret)
-    cached = TOKEN_CACHE.get(token_hash)
+    epoch = _revocation_epoch()
+    cached = TOKEN_CACHE.get(token_hash, epoch)
     if cached is not None:
         return cached
     token = session.scalar(select(ApiToken).where(ApiToken.token_hash == token_hash))
     if token is None or token.revoked_at is not None:
         raise AuthenticationError("invalid or revoked token")
     principal = Principal(token.id, token.role, token.tenant_id, token.user_id)
-    TOKEN_CACHE.put(token_hash, principal)
+    TOKEN_CACHE.put(token_hash, principal, epoch)
     return principal
+
+
+def _revocation_epoch() -> str | None:
+    """The cluster-wide revocation counter; None when Redis cannot be asked."""
+    try:
+        return str(get_redis().get(REVOCATIONS_KEY) or "0")
+    except redis.RedisError:
+        return None
+
+
+def _announce_revocation(session: Session) -> None:
+    """Bump the revocation counter once the revocation is committed (never before: another
+    process could re-read the still valid row and cache it under the new counter)."""
+
+    def bump(_: Session) -> None:
+        try:
+            get_redis().incr(REVOCATIONS_KEY)
+        except redis.RedisError as exc:  # other processes fall back on the TTL
+            log.warning(
+                "token revocation not announced (%s); applies within %.0f s",
+                exc,
+                TOKEN_CACHE_SECONDS,
+            )
+
+    event.listen(session, "after_commit", bump, once=True)
 
 
 def list_tokens(*, session: Session, tenant_id: str | None = None) -> list[ApiToken]:
@@ -178,11 +221,12 @@ def list_tokens(*, session: Session, tenant_id: str | None = None) -> list[ApiTo
 def revoke_token(*, session: Session, token_ref: str, actor: str = "cli") -> ApiToken:
     """Revoke by id or by the displayed prefix; idempotent for an already revoked token.
 
-    This process's authentication cache forgets the token at once; other processes within
-    TOKEN_CACHE_SECONDS.
+    Every process's authentication cache forgets the token once this transaction commits
+    (see the module docstring).
     """
     token = _find_token(session, token_ref)
     TOKEN_CACHE.drop(token.token_hash)
+    _announce_revocation(session)
     if token.revoked_at is None:
         token.revoked_at = utcnow()
         record_event(

@@ -1,5 +1,5 @@
-"""Token authentication cache: a hit skips the database; revocation applies at once here
-and within the TTL in other processes."""
+"""Token authentication cache: a hit skips the database; a revocation applies at once in
+every process (a counter in Redis), and within the TTL when that counter could not be told."""
 
 from __future__ import annotations
 
@@ -145,3 +145,41 @@ def test_revoked_through_the_api_is_401_at_once(
     revoked = api_client.delete(f"/v1/tokens/{_token_id(secret)}", headers=bearer(admin))
     assert revoked.status_code == 200, revoked.text
     assert api_client.get("/v1/pipeline", headers=bearer(secret)).status_code == 401
+
+
+def test_a_revocation_in_another_process_applies_at_once(
+    clock: Clock, statements: list[str], tenant_id: str
+) -> None:
+    """`muma tokens revoke` in its own process: this process's cache hears of it through
+    the revocation counter in Redis, without waiting for the TTL."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    secret = make_token("agent", tenant_id)
+    _authenticate(secret)
+    statements.clear()
+    _authenticate(secret)
+    assert statements == []  # cached
+    revoked = subprocess.run(
+        [sys.executable, "-m", "memory.cli.main", "tokens", "revoke", _token_id(secret)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert revoked.returncode == 0, revoked.stderr
+    with pytest.raises(AuthenticationError):
+        _authenticate(secret)
+
+
+def test_without_redis_the_cache_is_bypassed(
+    clock: Clock, statements: list[str], tenant_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = make_token("agent", tenant_id)
+    _authenticate(secret)
+    monkeypatch.setattr(tokens, "_revocation_epoch", lambda: None)  # Redis unreachable
+    statements.clear()
+    assert _authenticate(secret).tenant_id == tenant_id
+    assert any("api_tokens" in s for s in statements)
