@@ -12,7 +12,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -171,16 +170,13 @@ def start_worker(
 
 
 def wait_for_worker(name: str, timeout: float = 60, app: Any = None) -> None:
-    if app is None:
-        from tasks.app import app
+    from tests.support.stack import wait_for_worker as wait
 
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        replies = app.control.ping(timeout=0.5) or []
-        if any(name in key for reply in replies for key in reply):
-            return
-        time.sleep(0.3)
-    raise RuntimeError(f"worker {name} did not start; see {TEST_HOME / (name + '.log')}")
+    try:
+        wait(name, timeout, app=app)
+    except RuntimeError:
+        log = TEST_HOME / f"{name}.log"
+        raise RuntimeError(f"worker {name} did not start; see {log}") from None
 
 
 def stop_process_group(process: subprocess.Popen[bytes], sig: int = 15) -> None:

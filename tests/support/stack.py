@@ -14,6 +14,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -28,6 +29,26 @@ def worker_argv(nodename: str, concurrency: int, *, gossip: bool = False) -> lis
     argv += ["-Q", "ingest,embed,llm,maintenance", "-c", str(concurrency)]
     argv += ["-n", nodename, "--loglevel", "INFO"]
     return argv if gossip else [*argv, "--without-gossip", "--without-mingle"]
+
+
+def wait_for_worker(
+    name: str,
+    timeout: float = 60,
+    app: Any = None,
+    process: subprocess.Popen[bytes] | None = None,
+) -> None:
+    """Return once a worker whose node name contains `name` answers a control ping."""
+    if app is None:
+        from tasks.app import app
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        replies = app.control.ping(timeout=0.5) or []
+        if any(name in key for reply in replies for key in reply):
+            return
+        if process is not None and process.poll() is not None:
+            break
+        time.sleep(0.3)
+    raise RuntimeError(f"worker {name} did not start (see its log)")
 
 
 class Stack:
@@ -116,17 +137,10 @@ class Stack:
         from celery import Celery
 
         probe = Celery(broker=self.redis_url)
-        deadline = time.monotonic() + timeout
         try:
-            while time.monotonic() < deadline:
-                replies = probe.control.ping(destination=[nodename], timeout=0.5) or []
-                if any(nodename in reply for reply in replies):
-                    return
-                if self.processes[name].poll() is not None:
-                    break
+            wait_for_worker(nodename, timeout, app=probe, process=self.processes[name])
         finally:
             probe.close()
-        raise RuntimeError(f"worker {name} did not start; see {self.home / (name + '.log')}")
 
     def start_beat(self) -> None:
         self._spawn(
