@@ -196,7 +196,9 @@ def run_http(stack: BenchStack, samples: list[Sample]) -> None:
     """Send each request in order, sequentially; fill in client/server ms and counts."""
     headers = {"Authorization": f"Bearer {stack.token}"}
     with httpx.Client(base_url=stack.api_url, headers=headers, timeout=60) as client:
-        for s in samples:
+        for done, s in enumerate(samples, start=1):
+            if done % 200 == 0:
+                log(f"  {done}/{len(samples)} requests")
             path = "/v1/context" if s.kind.startswith("context") else "/v1/search"
             started = time.perf_counter()
             response = client.post(path, json=s.body)

@@ -35,6 +35,7 @@ FLOOR_SQL = (
 )
 PIECES: tuple[tuple[Any, str], ...] = (
     (r, "dense_route"),
+    (r, "window_similarity"),
     (r, "load_query_terms"),
     (r, "bm25_route"),
     (r, "verbatim_route"),
@@ -43,6 +44,7 @@ PIECES: tuple[tuple[Any, str], ...] = (
     (service, "_load_notes"),
     (service, "_score"),
     (service, "_select"),
+    (service, "_smooth_by_neighbours"),
 )
 
 

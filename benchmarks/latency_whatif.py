@@ -76,7 +76,7 @@ def _bm25_variants(
     session: Session, user_id: str, where: Any, terms: r.QueryTerms, out: dict[str, list[float]]
 ) -> None:
     ms, base = _ms(lambda: r.bm25_route(session, where, terms, limit=ROUTE_LIMIT, window=False))
-    out["bm25 (product cap: 8% of notes)"].append(ms)
+    out["bm25 (product: rarest terms, up to MATCH_MAX_NOTES notes)"].append(ms)
     selective = list(terms.match.get("own", []))
     for cap in BM25_CAPS:
         counts = (
@@ -103,7 +103,7 @@ def _bm25_variants(
 def _dense_variants(
     session: Session, where: Any, vector: np.ndarray, out: dict[str, list[float]]
 ) -> None:
-    ms, base = _ms(lambda: r.dense_route(session, where, vector, limit=ROUTE_LIMIT, window=False))
+    ms, base = _ms(lambda: r.dense_route(session, where, vector, limit=ROUTE_LIMIT))
     out["dense (product: HNSW ef_search 40, iterative)"].append(ms)
     for setting, label in (
         ("SET LOCAL hnsw.ef_search = 100", "dense HNSW ef_search 100"),
@@ -112,7 +112,7 @@ def _dense_variants(
         session.execute(text("SAVEPOINT whatif"))
         session.execute(text(setting))
         ms, found = _ms(
-            lambda: r.dense_route(session, where, vector, limit=ROUTE_LIMIT, window=False)
+            lambda: r.dense_route(session, where, vector, limit=ROUTE_LIMIT)
         )
         session.execute(text("ROLLBACK TO SAVEPOINT whatif"))
         out[label].append(ms)

@@ -20,7 +20,7 @@ STAGES: dict[str, tuple[tuple[str, str], ...]] = {
     "embed (embed_pending_notes)": (("embed_pending_notes", "notes/pipeline"),),
     "  onnx Session.run": (("Session.run", "onnxruntime"),),
     "decide (decide_notes)": (("decide_notes", "notes/pipeline"),),
-    "  similar_notes query": (("similar_notes", "notes/pipeline"),),
+    "  similar_notes query": (("similar_notes", "notes/similar"),),
     "  BM25 term index": (("index_note_terms", "lexicon"),),
     "link + evolve": (("link_notes", "links/pipeline"), ("evolve_by_keywords", "links")),
     "SQL commit/flush": (("Session.commit", "sqlalchemy/orm"), ("Session.flush", "sqlalchemy/orm")),

@@ -12,7 +12,7 @@ import json
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
@@ -184,6 +184,11 @@ class Settings(BaseSettings):
     home: Path = Path("~/.local/share/muma")
     database_url: str | None = None
     redis_url: str | None = None
+    # shared_buffers of the embedded PostgreSQL: "auto" (a quarter of RAM, 128 MB-4 GB) or
+    # a size such as "512MB" (memory/runtime/pg_memory.py).
+    embedded_shared_buffers: Annotated[str, Field(pattern=r"(?i)^\s*(auto|\d+\s*(MB|GB))\s*$")] = (
+        "auto"
+    )
     tenant_id: str = "default"
     activation: ActivationSettings = Field(default_factory=ActivationSettings)
     decay: DecaySettings = Field(default_factory=DecaySettings)

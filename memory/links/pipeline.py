@@ -2,92 +2,165 @@
 
 Invariants: links are bidirectional `related` edges with the cosine as weight, at most
 `max_links` per new note, inserted with ON CONFLICT DO NOTHING so re-runs add nothing.
-Evolution without an LLM merges keywords and tags into the linked notes (bounded); with
-an LLM the model refreshes their context line and tags.
+Evolution without an LLM merges keywords and tags into the linked notes (bounded) and
+writes only the notes it changed; with an LLM the model refreshes their context line and
+tags. Both stages make a constant number of statements per batch.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import Select, bindparam, select, text, update
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import set_committed_value
 
 from memory.clients.llm import LlmClient
 from memory.config import Settings
-from memory.links.models import Link
 from memory.notes.models import Note
-from memory.notes.pipeline import similar_notes
+from memory.notes.similar import similar_notes
+from memory.types import utcnow
 
 MAX_KEYWORDS = 12
 MAX_TAGS = 10
+
+Terms = tuple[list[str], list[str]]  # a note's (keywords, tags)
 
 
 def link_notes(
     *, session: Session, note_ids: Sequence[uuid.UUID], settings: Settings
 ) -> dict[uuid.UUID, list[uuid.UUID]]:
-    """Link each active note to its similar notes; return {note: linked neighbours}."""
-    linked: dict[uuid.UUID, list[uuid.UUID]] = {}
-    notes = session.scalars(
-        select(Note).where(
-            Note.id.in_(note_ids), Note.status == "active", Note.embedding.is_not(None)
-        )
+    """Link each active note to its similar notes; return {note: linked neighbours, best
+    first} for every active, embedded note of `note_ids` (in that order; maybe empty)."""
+    found = similar_notes(
+        session,
+        note_ids,
+        limit=settings.pipeline.max_links,
+        min_similarity=settings.pipeline.link_threshold,
+        status="active",
     )
-    for note in notes:
-        candidates = similar_notes(
-            session,
-            note,
-            limit=settings.pipeline.max_links,
-            min_similarity=settings.pipeline.link_threshold,
-        )
-        rows = []
+    scopes = _scopes(session, [note_id for note_id, candidates in found.items() if candidates])
+    edges: dict[tuple[uuid.UUID, uuid.UUID], tuple[str, str, float]] = {}
+    for note_id, candidates in found.items():
         for c in candidates:
-            for source, target in ((note.id, c.note_id), (c.note_id, note.id)):
-                rows.append(
-                    {
-                        "id": uuid.uuid4(),
-                        "tenant_id": note.tenant_id,
-                        "user_id": note.user_id,
-                        "source_id": source,
-                        "target_id": target,
-                        "kind": "related",
-                        "weight": round(c.similarity, 4),
-                        "created_by": "pipeline",
-                    }
-                )
-        if rows:
-            rows.sort(key=lambda row: (row["source_id"], row["target_id"]))  # one lock order
-            session.execute(insert(Link).values(rows).on_conflict_do_nothing())
-        linked[note.id] = [c.note_id for c in candidates]
-    session.flush()
-    return linked
+            for edge in ((note_id, c.note_id), (c.note_id, note_id)):
+                edges.setdefault(edge, (*scopes[note_id], round(c.similarity, 4)))
+    _insert_related(session, edges)
+    # In the order of `note_ids`, so evolution merges in a repeatable order.
+    return {i: [c.note_id for c in found[i]] for i in dict.fromkeys(note_ids) if i in found}
+
+
+_INSERT_RELATED = text(
+    "INSERT INTO links (id, tenant_id, user_id, source_id, target_id, kind, weight, "
+    "created_by, created_at) "
+    "SELECT id, tenant_id, user_id, source_id, target_id, 'related', weight, 'pipeline', :now "
+    "FROM unnest(CAST(:ids AS uuid[]), CAST(:tenants AS text[]), CAST(:users AS text[]), "
+    "CAST(:sources AS uuid[]), CAST(:targets AS uuid[]), CAST(:weights AS float8[])) "
+    "AS e(id, tenant_id, user_id, source_id, target_id, weight) "
+    "ON CONFLICT DO NOTHING"
+)
+
+
+def _insert_related(
+    session: Session, edges: dict[tuple[uuid.UUID, uuid.UUID], tuple[str, str, float]]
+) -> None:
+    """Insert {(source, target): (tenant, user, weight)} as `related` links, in one
+    statement and one lock order (source, target); existing edges are left as they are."""
+    if not edges:
+        return
+    keys = sorted(edges)  # (source, target)
+    session.execute(
+        _INSERT_RELATED,
+        {
+            "ids": [uuid.uuid4() for _ in keys],
+            "tenants": [edges[key][0] for key in keys],
+            "users": [edges[key][1] for key in keys],
+            "sources": [key[0] for key in keys],
+            "targets": [key[1] for key in keys],
+            "weights": [edges[key][2] for key in keys],
+            "now": utcnow(),
+        },
+    )
+
+
+def _scopes(session: Session, note_ids: list[uuid.UUID]) -> dict[uuid.UUID, tuple[str, str]]:
+    if not note_ids:
+        return {}
+    rows = session.execute(
+        select(Note.id, Note.tenant_id, Note.user_id).where(Note.id.in_(note_ids))
+    )
+    return {row.id: (row.tenant_id, row.user_id) for row in rows}
 
 
 def evolve_by_keywords(*, session: Session, linked: dict[uuid.UUID, list[uuid.UUID]]) -> int:
-    """Merge each new note's keywords and tags into its neighbours (bounded). Returns count."""
+    """Merge each new note's keywords and tags into its neighbours (bounded), in the order
+    of `linked`, each merge seeing the earlier ones. Returns how many merges changed a
+    neighbour; only neighbours that end up changed are written (one executemany).
+    """
+    pairs = {note_id: ids for note_id, ids in linked.items() if ids}
+    if not pairs:
+        return 0
+    # Evolution is best effort: skip neighbours another worker is updating, and lock the
+    # rest in id order so concurrent link tasks cannot deadlock.
+    locked = _terms(
+        session,
+        select(Note.id, Note.keywords, Note.tags)
+        .where(Note.id.in_(sorted({n for ids in pairs.values() for n in ids})))
+        .order_by(Note.id)
+        .with_for_update(skip_locked=True),
+    )
+    terms = dict(locked)
+    unread = [note_id for note_id in pairs if note_id not in terms]
+    if unread:
+        query = select(Note.id, Note.keywords, Note.tags).where(Note.id.in_(unread))
+        terms.update(_terms(session, query))
     changed = 0
-    for note_id, neighbour_ids in linked.items():
-        note = session.get(Note, note_id)
-        if note is None or not neighbour_ids:
+    for note_id, neighbour_ids in pairs.items():
+        if note_id not in terms:  # deleted since it was linked
             continue
-        # Evolution is best effort: skip neighbours another worker is updating, and lock
-        # the rest in id order so concurrent link tasks cannot deadlock.
-        neighbours = session.scalars(
-            select(Note)
-            .where(Note.id.in_(neighbour_ids))
-            .order_by(Note.id)
-            .with_for_update(skip_locked=True)
-        )
-        for neighbour in neighbours:
-            keywords = _merge(neighbour.keywords, note.keywords, MAX_KEYWORDS)
-            tags = _merge(neighbour.tags, note.tags, MAX_TAGS)
-            if keywords != list(neighbour.keywords or []) or tags != list(neighbour.tags or []):
-                neighbour.keywords, neighbour.tags = keywords, tags
+        keywords, tags = terms[note_id]
+        for neighbour_id in sorted(set(neighbour_ids) & locked.keys()):
+            current = terms[neighbour_id]
+            merged = (
+                _merge(current[0], keywords, MAX_KEYWORDS),
+                _merge(current[1], tags, MAX_TAGS),
+            )
+            if merged != current:
+                terms[neighbour_id] = merged
                 changed += 1
-    session.flush()
+    _store_terms(session, {k: terms[k] for k in locked if terms[k] != locked[k]})
     return changed
+
+
+def _terms(session: Session, query: Select[Any]) -> dict[uuid.UUID, Terms]:
+    return {
+        row.id: (list(row.keywords or []), list(row.tags or [])) for row in session.execute(query)
+    }
+
+
+def _store_terms(session: Session, terms: dict[uuid.UUID, Terms]) -> None:
+    """Write keywords and tags by note id (sorted: rows are already locked in this order);
+    objects loaded in `session` are kept in step without a second write."""
+    if not terms:
+        return
+    table, now = Note.__table__, utcnow()
+    statement = (
+        update(table)
+        .where(table.c.id == bindparam("b_id"))
+        .values(keywords=bindparam("b_keywords"), tags=bindparam("b_tags"), updated_at=now)
+    )
+    ordered = sorted(terms.items())
+    session.execute(
+        statement, [{"b_id": k, "b_keywords": kw, "b_tags": tags} for k, (kw, tags) in ordered]
+    )
+    for note_id, (keywords, tags) in ordered:
+        loaded = session.identity_map.get(session.identity_key(Note, note_id))  # type: ignore[arg-type]
+        if loaded is not None:
+            set_committed_value(loaded, "keywords", keywords)
+            set_committed_value(loaded, "tags", tags)
+            set_committed_value(loaded, "updated_at", now)
 
 
 def _merge(current: Sequence[str] | None, extra: Sequence[str] | None, limit: int) -> list[str]:

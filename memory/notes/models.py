@@ -73,13 +73,10 @@ class Note(Base):
             postgresql_using="hnsw",
             postgresql_ops={"embedding": "vector_cosine_ops"},
         ),
-        Index(
-            "ix_notes_window_embedding_hnsw",
-            "window_embedding",
-            postgresql_using="hnsw",
-            postgresql_ops={"window_embedding": "vector_cosine_ops"},
-        ),
         Index("ix_notes_expires", "expires_at", postgresql_where=text("expires_at IS NOT NULL")),
+        # Free space on each page lets updates of unindexed columns (window vectors,
+        # keywords, access history) be HOT: no index entry is written (migration 0003).
+        {"postgresql_with": {"fillfactor": 80}},
     )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=new_id)

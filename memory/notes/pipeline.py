@@ -6,7 +6,9 @@ workers split a backlog instead of embedding it twice; each note's text is embed
 decided, memory.notes.window); a note is decided only while `pending` (its lock is
 awaited, then the state re-checked), so a redelivered task is a no-op; UPDATE and DELETE
 close the old version (valid_to, superseded_by) and never overwrite it; a note's terms
-enter the BM25 statistics exactly when it becomes active.
+enter the BM25 statistics exactly when it becomes active. The notes of a batch are decided
+one after the other, each against the active notes at that moment, the batch's earlier
+decisions included (BatchCandidates), with one nearest-neighbour query for the batch.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from memory.clients.llm import LlmClient
 from memory.config import Settings
 from memory.episodes.pipeline import finish_episodes
 from memory.links.models import Link
-from memory.notes.decide import Candidate, Decision, decide_by_rules, decide_with_llm
+from memory.notes.decide import Decision, decide_by_rules, decide_with_llm
 from memory.notes.lexicon import apply_terms, index_note_terms, note_terms, unindex_note_terms
 from memory.notes.models import Note, NoteSource
+from memory.notes.similar import BatchCandidates
 from memory.notes.window import (
     WindowSeeds,
     changed_windows,
@@ -91,30 +94,6 @@ def embed_pending_notes(
     return EmbedBatch([n.id for n in todo], list(stale))
 
 
-def similar_notes(
-    session: Session, note: Note, *, limit: int, min_similarity: float = 0.0
-) -> list[Candidate]:
-    """Active, current notes of the same user closest to `note` (cosine), best first."""
-    distance = Note.embedding.cosine_distance(note.embedding)
-    rows = session.execute(
-        select(Note.id, Note.content, Note.speaker, (1 - distance).label("similarity"))
-        .where(
-            Note.tenant_id == note.tenant_id,
-            Note.user_id == note.user_id,
-            Note.status == "active",
-            Note.valid_to.is_(None),
-            Note.id != note.id,
-        )
-        .order_by(distance)
-        .limit(limit)
-    ).all()
-    return [
-        Candidate(r.id, r.content, r.speaker, float(r.similarity))
-        for r in rows
-        if float(r.similarity) >= min_similarity
-    ]
-
-
 @dataclass(frozen=True)
 class Outcome:
     note_id: uuid.UUID
@@ -146,9 +125,10 @@ def decide_notes(
     outcomes: list[Outcome] = []
     episode_decisions: dict[uuid.UUID, str] = {}
     sources = _sources_by_note(session, [note.id for note in notes])
+    batch = BatchCandidates(session, notes, SIMILAR_LIMIT)
     for note in notes:
         episode_ids = sources.get(note.id, [])
-        candidates = similar_notes(session, note, limit=SIMILAR_LIMIT)
+        candidates = batch.for_note(note)
         if llm is not None:
             decision = decide_with_llm(llm, note.content, candidates)
         else:
@@ -156,6 +136,7 @@ def decide_notes(
         if note.id in windows:  # flushed together with the decision
             note.window_embedding = windows[note.id]
         active_id = _apply(session, note, decision, episode_ids)
+        batch.record(note, decision)
         outcomes.append(Outcome(note.id, decision, active_id))
         for episode_id in episode_ids:
             episode_decisions.setdefault(episode_id, decision.action)

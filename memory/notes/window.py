@@ -40,6 +40,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
 from memory.notes.models import Note
+from memory.notes.vectors import binary_vector, parse_vector
 
 # Weights of the note's own vector and of the k-th turn before and after it, nearest
 # weighted most (chosen on LoCoMo recall: benchmarks/README.md "## Ingest").
@@ -140,13 +141,28 @@ def _session_rows(session: Session, key: SessionKey, seeds: frozenset[int]) -> l
     )
     low = func.coalesce(select(func.min(before.c.turn_seq)).scalar_subquery(), first)
     high = func.coalesce(select(func.max(after.c.turn_seq)).scalar_subquery(), last)
-    return list(
-        session.execute(
-            select(Note.id, Note.turn_seq, Note.embedding, Note.window_embedding)
-            .where(scope, Note.turn_seq.between(low, high))
-            .order_by(Note.turn_seq, Note.id)
+    rows = session.execute(
+        select(
+            Note.id,
+            Note.turn_seq,
+            binary_vector(Note.embedding, "embedding"),
+            binary_vector(Note.window_embedding, "window_embedding"),
         )
+        .where(scope, Note.turn_seq.between(low, high))
+        .order_by(Note.turn_seq, Note.id)
     )
+    return [
+        _Row(row.id, row.turn_seq, parse_vector(row.embedding), parse_vector(row.window_embedding))
+        for row in rows
+    ]
+
+
+@dataclass(frozen=True)
+class _Row:
+    id: uuid.UUID
+    turn_seq: int
+    embedding: Any
+    window_embedding: Any
 
 
 def _affected(turn_list: list[int], seeds: frozenset[int]) -> set[int]:
@@ -192,12 +208,14 @@ def changed_windows(*, session: Session, seeds: WindowSeeds) -> dict[uuid.UUID, 
         changed.update(_session_windows(rows, seeds.turns[key]))
     if seeds.unplaced:
         for row in session.execute(
-            select(Note.id, Note.embedding, Note.window_embedding).where(
-                Note.id.in_(seeds.unplaced), Note.embedding.is_not(None)
-            )
+            select(
+                Note.id,
+                binary_vector(Note.embedding, "embedding"),
+                binary_vector(Note.window_embedding, "window_embedding"),
+            ).where(Note.id.in_(seeds.unplaced), Note.embedding.is_not(None))
         ):
-            own = np.asarray(row.embedding, dtype=np.float32)
-            stored = row.window_embedding
+            own = parse_vector(row.embedding)
+            stored = parse_vector(row.window_embedding)
             if stored is None or not np.allclose(stored, own, rtol=0, atol=_TOLERANCE):
                 changed[row.id] = own
     return changed

@@ -64,21 +64,23 @@ def run_routes(
             terms = r.load_query_terms(session, viewer, analyse(query))
         return r.bm25_route(session, where, terms, limit=ROUTE_LIMIT, window=window)
 
-    def dense(window: bool) -> dict[uuid.UUID, float]:
-        if vector is None:
-            return {}
-        return r.dense_route(session, where, vector, limit=ROUTE_LIMIT, window=window)
+    found: dict[str, dict[uuid.UUID, float]] = {}
+
+    def window_of_candidates() -> dict[uuid.UUID, float]:
+        # Scores the notes the other routes found; searching window vectors through their
+        # own HNSW graph ranked worse on LoCoMo (R@10 .797 against .804) and cost a graph.
+        pool = list(dict.fromkeys(note_id for scores in found.values() for note_id in scores))
+        return r.window_similarity(session, pool, vector)  # type: ignore[arg-type]
 
     steps = {
         "bm25": lambda: bm25(False),
-        "dense": lambda: dense(False),
+        "dense": lambda: r.dense_route(session, where, vector, limit=ROUTE_LIMIT),  # type: ignore[arg-type]
         "verbatim": lambda: r.verbatim_route(
             session, where, verbatim_tokens(query), limit=ROUTE_LIMIT
         ),
         "bm25_window": lambda: bm25(True),
-        "dense_window": lambda: dense(True),
+        "dense_window": window_of_candidates,
     }
-    found: dict[str, dict[uuid.UUID, float]] = {}
     for name, run in steps.items():
         if name not in options.routes or (vector is None and name.startswith("dense")):
             continue

@@ -41,6 +41,10 @@ BM25_B = 0.75
 # at 100k notes a stopword-like term would otherwise pull in tens of thousands of rows.
 MATCH_MAX_DF_SHARE = 0.08
 MATCH_MIN_TERMS = 2
+# The selecting terms together match at most about this many notes (rarest terms first):
+# BM25 is computed per matched note, so this bounds the route's cost whatever the user's
+# size. A term beyond it still scores the notes the rarer terms selected.
+MATCH_MAX_NOTES = 2000
 
 
 @dataclass(frozen=True)
@@ -84,17 +88,32 @@ def base_conditions(
 
 
 def dense_route(
-    session: Session, where: ColumnElement[bool], vector: np.ndarray, *, limit: int, window: bool
+    session: Session, where: ColumnElement[bool], vector: np.ndarray, *, limit: int
 ) -> dict[uuid.UUID, float]:
-    column = Note.window_embedding if window else Note.embedding
-    distance = column.cosine_distance(vector)
+    distance = Note.embedding.cosine_distance(vector)
     rows = session.execute(
         select(Note.id, distance.label("d"))
-        .where(where, column.is_not(None))
+        .where(where, Note.embedding.is_not(None))
         .order_by(distance)
         .limit(limit)
     )
     return {row.id: 1.0 - float(row.d) for row in rows}
+
+
+def window_similarity(
+    session: Session, note_ids: list[uuid.UUID], vector: np.ndarray
+) -> dict[uuid.UUID, float]:
+    """Cosine of the query with the window vectors of `note_ids`, which must come from
+    routes that applied the access rules (this reads those rows only, by primary key)."""
+    if not note_ids:
+        return {}
+    similarity = 1.0 - Note.window_embedding.cosine_distance(vector)
+    rows = session.execute(
+        select(Note.id, similarity.label("s")).where(
+            Note.id.in_(note_ids), Note.window_embedding.is_not(None)
+        )
+    )
+    return {row.id: float(row.s) for row in rows}
 
 
 def load_query_terms(session: Session, viewer: Viewer, terms: list[str]) -> QueryTerms:
@@ -127,11 +146,24 @@ def load_query_terms(session: Session, viewer: Viewer, terms: list[str]) -> Quer
         result.idf[name] = {
             t: math.log(1.0 + (n_docs - c + 0.5) / (c + 0.5)) for t, c in counts.items() if c > 0
         }
-        present = sorted((c, t) for t, c in counts.items() if c > 0)
-        cap = max(50, MATCH_MAX_DF_SHARE * n_docs)
-        selective = [t for c, t in present if c <= cap]
-        result.match[name] = selective or [t for _, t in present[:MATCH_MIN_TERMS]]
+        result.match[name] = _selecting_terms(counts, n_docs)
     return result
+
+
+def _selecting_terms(counts: dict[str, int], n_docs: int) -> list[str]:
+    """The query terms whose notes become BM25 candidates: the rarest first, while their
+    document frequencies add up to at most MATCH_MAX_NOTES (never fewer than one term)."""
+    present = sorted((c, t) for t, c in counts.items() if c > 0)
+    cap = max(50, MATCH_MAX_DF_SHARE * n_docs)
+    selective = [(c, t) for c, t in present if c <= cap] or present[:MATCH_MIN_TERMS]
+    chosen: list[str] = []
+    total = 0
+    for count, term in selective:
+        if chosen and total + count > MATCH_MAX_NOTES:
+            break
+        chosen.append(term)
+        total += count
+    return chosen
 
 
 def _tsquery(terms: list[str]) -> str:

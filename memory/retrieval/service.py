@@ -22,6 +22,7 @@ from memory.access.policy import Viewer
 from memory.activation.model import ActivationBreakdown, make_noise_rng, score_activation
 from memory.config import Settings
 from memory.notes.models import Note
+from memory.notes.vectors import binary_vector, parse_vector
 from memory.retrieval import routes as r
 from memory.retrieval.candidates import (  # noqa: F401 - the read path's public names
     ALL_ROUTES,
@@ -83,9 +84,10 @@ def _ranks(scores: dict[uuid.UUID, float]) -> dict[uuid.UUID, int]:
 def _load_notes(session: Session, note_ids: list[uuid.UUID]) -> dict[uuid.UUID, Note]:
     if not note_ids:
         return {}
-    # Index columns are for SQL only; loading them for every candidate would cost more than
-    # the scoring itself.
+    # Index columns are for SQL only, and vectors are read for the MMR pool alone
+    # (`_pool_vectors`): loading them for every candidate would cost more than the scoring.
     heavy = (
+        Note.embedding,
         Note.window_embedding,
         Note.index_terms,
         Note.window_terms,
@@ -148,7 +150,7 @@ def search_notes(
     best = sorted(relevance, key=promise, reverse=True)[:SCORED_CANDIDATES]
     notes = _load_notes(session, best)
     hits = _score(notes, relevance, found, links, query, now, settings, options)
-    return _select(hits, top_k, options)
+    return _select(session, hits, top_k, options)
 
 
 def _allows(options: SearchOptions, step: str) -> bool:
@@ -229,7 +231,18 @@ def _score(
     return hits
 
 
-def _select(hits: list[SearchHit], top_k: int, options: SearchOptions) -> list[SearchHit]:
+def _pool_vectors(session: Session, note_ids: list[uuid.UUID]) -> dict[uuid.UUID, np.ndarray]:
+    rows = session.execute(
+        select(Note.id, binary_vector(Note.embedding, "embedding")).where(
+            Note.id.in_(note_ids), Note.embedding.is_not(None)
+        )
+    )
+    return {row.id: parse_vector(row.embedding) for row in rows}  # type: ignore[misc]
+
+
+def _select(
+    session: Session, hits: list[SearchHit], top_k: int, options: SearchOptions
+) -> list[SearchHit]:
     if not options.mmr or len(hits) <= top_k:
         return hits[:top_k]
     pool = hits[: max(top_k * 3, 30)]
@@ -240,11 +253,7 @@ def _select(hits: list[SearchHit], top_k: int, options: SearchOptions) -> list[S
     order = mmr(
         [h.note.id for h in pool],
         {h.note.id: (h.score - bottom) / span for h in pool},
-        {
-            h.note.id: np.asarray(h.note.embedding, dtype=np.float32)
-            for h in pool
-            if h.note.embedding is not None
-        },
+        _pool_vectors(session, [h.note.id for h in pool]),
         lam=MMR_LAMBDA,
         k=top_k,
     )

@@ -56,8 +56,24 @@ def start_postgres(home: Path, *, stop_at_exit: bool) -> str:
         raise TransientError(f"embedded PostgreSQL in {pgdata} did not start: {exc}") from exc
     _HANDLES.append(server)
     admin_uri = server.get_uri()
+    _size_memory(admin_uri, pgdata)
     _ensure_database(admin_uri)
     return _with_database(admin_uri, DATABASE_NAME)
+
+
+def _size_memory(admin_uri: str, pgdata: Path) -> None:
+    from memory.config import get_settings
+    from memory.runtime.pg_memory import (
+        ensure_shared_buffers,
+        physical_memory_bytes,
+        shared_buffers_mb,
+    )
+
+    wanted = shared_buffers_mb(get_settings().embedded_shared_buffers, physical_memory_bytes())
+    try:
+        ensure_shared_buffers(admin_uri, pgdata, wanted)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+        raise TransientError(f"embedded PostgreSQL in {pgdata} did not restart: {exc}") from exc
 
 
 def attach_postgres(home: Path) -> str:

@@ -68,10 +68,26 @@ def test_upgrade_downgrade_upgrade(scratch_database: str) -> None:
             )
         }
     engine.dispose()
+    fillfactor = _notes_options(scratch_database)
     assert {"vector", "pg_trgm"} <= extensions
     assert "USING hnsw (embedding vector_cosine_ops)" in indexes["ix_notes_embedding_hnsw"]
     assert "USING gin (index_terms)" in indexes["ix_notes_index_terms"]
     assert "gin_trgm_ops" in indexes["ix_notes_content_trgm"]
+    # Window vectors are scored per candidate, never searched through a graph (0003).
+    assert "ix_notes_window_embedding_hnsw" not in indexes
+    assert "fillfactor=80" in fillfactor
+
+
+def _notes_options(url: str) -> str:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            options = conn.execute(
+                text("SELECT reloptions FROM pg_class WHERE relname = 'notes'")
+            ).scalar()
+        return ",".join(options or [])
+    finally:
+        engine.dispose()
 
 
 def test_constraints_reject_bad_rows(scratch_database: str) -> None:

@@ -241,3 +241,30 @@ def test_context_within_its_budget_is_complete(
     }
     reply = api_client.post("/v1/context", json=body, headers=headers).json()
     assert reply["timed_out"] is False and "Biscuit" in reply["context"], reply
+
+
+def test_window_vectors_score_the_other_routes_candidates_only(memory_user: tuple) -> None:
+    """dense_window re-scores what the other routes found (it has no index of its own), so
+    it never brings in a note none of them matched, and scores every one it can."""
+    from memory.access.policy import Viewer
+    from memory.clients.embedder import embed_query
+    from memory.config import get_settings
+    from memory.retrieval.candidates import SearchOptions, run_routes
+    from memory.retrieval.routes import SearchFilters
+
+    user, _, tenant = memory_user
+    query = "Where does my sister Ana live?"
+    viewer = Viewer(tenant_id=tenant, user_id=user, agent_id="helper")
+    vector = embed_query(query, get_settings())
+    with session_scope() as session:
+        found = run_routes(
+            session,
+            viewer,
+            query,
+            vector,
+            SearchFilters(),
+            SearchOptions(routes=("bm25", "dense_window")),
+        )
+    assert found["bm25"], found
+    # Every fact is close enough to be an HNSW neighbour; only BM25's matches are scored.
+    assert set(found["dense_window"]) == set(found["bm25"]), found

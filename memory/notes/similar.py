@@ -1,0 +1,124 @@
+"""Nearest active notes of a batch of notes (decide and link stages of the write path).
+
+Invariants: one statement per batch, served per note by the HNSW index (a LATERAL
+`ORDER BY embedding <=> vector LIMIT k`), vectors never cross the wire; candidates are the
+active, current notes of the same tenant and user, best first. `BatchCandidates` gives
+each note of a decide batch the candidates it would have had if searched just before its
+own decision (the batch's earlier decisions included).
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Select, bindparam, select, true
+from sqlalchemy.orm import Session, aliased
+
+from memory.notes.decide import Candidate, Decision
+from memory.notes.models import Note
+
+
+@functools.cache
+def _similar_statement(status: str | None) -> Select[Any]:
+    """The batched nearest-neighbour statement (`similar_notes`), built once: the aliases
+    and the LATERAL subquery cost more to construct than the query takes to run."""
+    query, other = aliased(Note, name="q"), aliased(Note, name="n")
+    distance = other.embedding.cosine_distance(query.embedding)
+    nearest = (
+        select(other.id, other.content, other.speaker, (1 - distance).label("similarity"))
+        .where(
+            other.tenant_id == query.tenant_id,
+            other.user_id == query.user_id,
+            other.status == "active",
+            other.valid_to.is_(None),
+            other.id != query.id,
+        )
+        .order_by(distance)
+        .limit(bindparam("limit"))
+        .lateral("nearest")
+    )
+    statement = (
+        select(query.id.label("query_id"), *nearest.c)
+        .select_from(query)
+        .outerjoin(nearest, true())
+        .where(query.id.in_(bindparam("ids", expanding=True)), query.embedding.is_not(None))
+    )
+    return statement if status is None else statement.where(query.status == status)
+
+
+def similar_notes(
+    session: Session,
+    note_ids: Sequence[uuid.UUID],
+    *,
+    limit: int,
+    min_similarity: float = 0.0,
+    status: str | None = None,
+) -> dict[uuid.UUID, list[Candidate]]:
+    """For each note among `note_ids` that has an embedding (and `status`, if given): the
+    active, current notes of its tenant and user closest to it (cosine), best first, at
+    most `limit`; an empty list when none qualifies.
+
+    One statement per batch: each note's vector is read in the database and searched by a
+    LATERAL `ORDER BY embedding <=> vector LIMIT k`, which the HNSW index serves per note;
+    no vector crosses the wire.
+    """
+    if not note_ids:
+        return {}
+    rows = session.execute(_similar_statement(status), {"ids": list(note_ids), "limit": limit})
+    found: dict[uuid.UUID, list[Candidate]] = {}
+    for row in rows:
+        candidates = found.setdefault(row.query_id, [])
+        if row.id is not None and float(row.similarity) >= min_similarity:
+            candidates.append(Candidate(row.id, row.content, row.speaker, float(row.similarity)))
+    for candidates in found.values():
+        # Iterative HNSW scans in relaxed order may return neighbours slightly out of order.
+        candidates.sort(key=lambda c: c.similarity, reverse=True)
+    return found
+
+
+class BatchCandidates:
+    """The candidates of each note of a decide batch, as if it were searched just before
+    its own decision: the stored active notes (one `similar_notes` query for the batch)
+    plus the batch's notes decided before it that are still active and current.
+
+    A stored candidate that an earlier decision of the batch closed (UPDATE, DELETE) may
+    hide the next-best stored note, so such a note is searched again on its own, after a
+    flush, so that this search sees every earlier decision.
+    """
+
+    def __init__(self, session: Session, notes: Sequence[Note], limit: int) -> None:
+        self.session, self.limit = session, limit
+        self.stored = similar_notes(session, [n.id for n in notes], limit=limit)
+        self.row = {note.id: i for i, note in enumerate(notes)}
+        vectors = np.asarray([n.embedding for n in notes], dtype=np.float64).reshape(len(notes), -1)
+        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        self.cosines = vectors @ vectors.T  # as pgvector's 1 - (a <=> b), to float rounding
+        self.activated: list[Note] = []
+        self.closed: set[uuid.UUID] = set()
+
+    def for_note(self, note: Note) -> list[Candidate]:
+        stored = self.stored.get(note.id, [])
+        if any(c.note_id in self.closed for c in stored):
+            self.session.flush()
+            return similar_notes(self.session, [note.id], limit=self.limit).get(note.id, [])
+        row = self.cosines[self.row[note.id]]
+        earlier = [
+            Candidate(n.id, n.content, n.speaker, float(row[self.row[n.id]]))
+            for n in self.activated
+            if n.valid_to is None  # not closed by a later note of the batch
+            and (n.tenant_id, n.user_id) == (note.tenant_id, note.user_id)
+        ]
+        if not earlier:
+            return stored
+        return sorted([*stored, *earlier], key=lambda c: c.similarity, reverse=True)[: self.limit]
+
+    def record(self, note: Note, decision: Decision) -> None:
+        """After `note`'s decision was applied."""
+        if note.status == "active":
+            self.activated.append(note)
+        if decision.action in ("UPDATE", "DELETE") and decision.target_id is not None:
+            self.closed.add(decision.target_id)
