@@ -131,8 +131,19 @@ def test_worker_killed_mid_task_loses_and_duplicates_nothing(stack: Stack, tenan
                 or 0
             )
 
+    def extracted() -> int:
+        with session_scope() as session:
+            return int(
+                session.scalar(
+                    select(func.count()).select_from(Note).where(Note.user_id == user_id)
+                )
+                or 0
+            )
+
+    # Kill once the first notes exist: a decide batch finishes all its episodes in one
+    # commit, so waiting for a few to be done would often wait for all of them.
     deadline = time.monotonic() + 60
-    while done() < 3 and time.monotonic() < deadline:
+    while extracted() < 3 and time.monotonic() < deadline:
         time.sleep(0.05)
     stack.stop("worker", sig=signal.SIGKILL)
     assert done() < len(ids), "the worker finished everything before it could be killed"
