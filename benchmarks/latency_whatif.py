@@ -111,9 +111,7 @@ def _dense_variants(
     ):
         session.execute(text("SAVEPOINT whatif"))
         session.execute(text(setting))
-        ms, found = _ms(
-            lambda: r.dense_route(session, where, vector, limit=ROUTE_LIMIT)
-        )
+        ms, found = _ms(lambda: r.dense_route(session, where, vector, limit=ROUTE_LIMIT))
         session.execute(text("ROLLBACK TO SAVEPOINT whatif"))
         out[label].append(ms)
         out[f"{label}: overlap of top 100"].append(_overlap(base, found))

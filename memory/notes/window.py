@@ -117,6 +117,16 @@ def _eligible(key: SessionKey) -> ColumnElement[bool]:
     )
 
 
+@dataclass(frozen=True)
+class _Row:
+    """A neighbour note as the window arithmetic reads it (vectors parsed from binary)."""
+
+    id: uuid.UUID
+    turn_seq: int
+    embedding: Any
+    window_embedding: Any
+
+
 def _session_rows(session: Session, key: SessionKey, seeds: frozenset[int]) -> list[Any]:
     """The eligible notes from 2 * TURNS_EACH_SIDE distinct turns before the first seed to
     as many after the last: every turn a refreshed window reads."""
@@ -155,14 +165,6 @@ def _session_rows(session: Session, key: SessionKey, seeds: frozenset[int]) -> l
         _Row(row.id, row.turn_seq, parse_vector(row.embedding), parse_vector(row.window_embedding))
         for row in rows
     ]
-
-
-@dataclass(frozen=True)
-class _Row:
-    id: uuid.UUID
-    turn_seq: int
-    embedding: Any
-    window_embedding: Any
 
 
 def _affected(turn_list: list[int], seeds: frozenset[int]) -> set[int]:

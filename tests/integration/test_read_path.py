@@ -228,9 +228,7 @@ def test_an_exhausted_budget_keeps_the_first_route_and_names_what_it_skipped(
     assert deadline.skipped == ["dense", "verbatim", "bm25_window", "dense_window", "neighbours"]
 
 
-def test_context_within_its_budget_is_complete(
-    api_client: TestClient, memory_user: tuple
-) -> None:
+def test_context_within_its_budget_is_complete(api_client: TestClient, memory_user: tuple) -> None:
     user, headers, _ = memory_user
     body = {
         "user_id": user,
