@@ -1,6 +1,7 @@
 """Window vectors: a note's own embedding blended with its neighbour turns' embeddings.
 
-The `dense_window` route searches notes by their conversational context. The window
+The `dense_window` route scores the notes the other routes found by their conversational
+context (memory.retrieval.candidates; no index is built on these vectors). The window
 vector is derived from vectors the pipeline computes anyway, with no embedder call:
 
     window(n) = normalise(W0 * e(n) + sum_k Wk * (t(-k) + t(+k))),  k = 1 .. TURNS_EACH_SIDE

@@ -1,13 +1,13 @@
 """Memory of the embedded PostgreSQL: `shared_buffers` sized for the machine.
 
 PostgreSQL's default of 128 MB holds a fraction of one HNSW graph at scale: a dense search
-over 1M notes then reads thousands of pages per query from the OS cache (measured 5-7 µs
+over 1M notes then reads thousands of pages per query from the OS cache (measured 6-12 µs
 each, most of a 100-150 ms query; benchmarks/README.md "## Latency").
 
 Invariants: the size is `embedded_shared_buffers` from the settings, or with "auto" a
 quarter of the machine's memory within [128 MB, 4 GB]; it is written with ALTER SYSTEM
 (kept in the data directory), and the server is restarted only when the running value
-differs, so a second start costs nothing. Shared memory is touched only as pages are used.
+differs, so a second start costs nothing.
 """
 
 from __future__ import annotations
