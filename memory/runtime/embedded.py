@@ -50,13 +50,17 @@ def start_postgres(home: Path, *, stop_at_exit: bool) -> str:
 
     home.mkdir(parents=True, exist_ok=True)
     pgdata = pg_data_dir(home)
+    # A server another process started is used as it is: restarting it to resize its
+    # memory would cut that process's connections.
+    already_running = _running_postgres_uri(pgdata) is not None
     try:
         server = pgserver.get_server(pgdata, cleanup_mode="stop" if stop_at_exit else None)
     except Exception as exc:  # pgserver raises bare subprocess/assertion errors
         raise TransientError(f"embedded PostgreSQL in {pgdata} did not start: {exc}") from exc
     _HANDLES.append(server)
     admin_uri = server.get_uri()
-    _size_memory(admin_uri, pgdata)
+    if not already_running:
+        _size_memory(admin_uri, pgdata)
     _ensure_database(admin_uri)
     return _with_database(admin_uri, DATABASE_NAME)
 

@@ -7,7 +7,8 @@ each, most of a 100-150 ms query; benchmarks/README.md "## Latency").
 Invariants: the size is `embedded_shared_buffers` from the settings, or with "auto" a
 quarter of the machine's memory within [128 MB, 4 GB]; it is written with ALTER SYSTEM
 (kept in the data directory), and the server is restarted only when the running value
-differs, so a second start costs nothing.
+differs, so a second start costs nothing; only the process that started the server sizes
+it (`embedded.start_postgres`), never one that found it running.
 """
 
 from __future__ import annotations

@@ -25,6 +25,12 @@ def test_shared_buffers_follow_the_setting(tmp_path: Path, monkeypatch: pytest.M
         admin = uri.replace("/muma?", "/postgres?")
         # Already running with the wanted size: no second restart.
         assert ensure_shared_buffers(admin, pg_data_dir(home), 192) is False
+        # A server that is already running is never restarted to resize it.
+        monkeypatch.setenv("MUMA_EMBEDDED_SHARED_BUFFERS", "256MB")
+        reset_settings_cache()
+        again = start_postgres(home, stop_at_exit=False)
+        with psycopg.connect(again) as conn:
+            assert conn.execute("SHOW shared_buffers").fetchone() == ("192MB",)
     finally:
         stop_postgres(home)
         reset_settings_cache()
