@@ -12,11 +12,11 @@ import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from sqlalchemy import select
-from sqlalchemy.orm import Session, defer
+from sqlalchemy.orm import Session
 
 from memory.access.policy import Viewer
 from memory.activation.model import ActivationBreakdown, make_noise_rng, score_activation
@@ -45,9 +45,31 @@ SCORED_CANDIDATES = 150
 NEIGHBOUR_SEEDS = 60
 
 
+class ScoredNote(Protocol):
+    """What scoring and the callers read of a candidate: `CANDIDATE_COLUMNS`."""
+
+    id: uuid.UUID
+    content: str
+    kind: str
+    domain: str
+    visibility: str
+    speaker: str | None
+    agent_id: str
+    occurred_at: datetime
+    access_times: list[datetime] | None
+    access_count: int
+    first_access_at: datetime
+    half_life_hours: float
+
+
+# Plain rows rather than ORM objects (150 candidates: 3.9 against 8.2 ms of CPU); no index
+# columns, and vectors only for the MMR pool (`_pool_vectors`).
+CANDIDATE_COLUMNS = tuple(getattr(Note, name) for name in ScoredNote.__annotations__)
+
+
 @dataclass
 class SearchHit:
-    note: Note
+    note: ScoredNote
     score: float
     relevance: float
     activation: ActivationBreakdown | None
@@ -81,22 +103,11 @@ def _ranks(scores: dict[uuid.UUID, float]) -> dict[uuid.UUID, int]:
     }
 
 
-def _load_notes(session: Session, note_ids: list[uuid.UUID]) -> dict[uuid.UUID, Note]:
+def _load_notes(session: Session, note_ids: list[uuid.UUID]) -> dict[uuid.UUID, ScoredNote]:
     if not note_ids:
         return {}
-    # Index columns are for SQL only, and vectors are read for the MMR pool alone
-    # (`_pool_vectors`): loading them for every candidate would cost more than the scoring.
-    heavy = (
-        Note.embedding,
-        Note.window_embedding,
-        Note.index_terms,
-        Note.window_terms,
-        Note.index_text,
-        Note.window_text,
-        Note.embed_text,
-    )
-    query = select(Note).where(Note.id.in_(note_ids)).options(*(defer(c) for c in heavy))
-    return {n.id: n for n in session.scalars(query)}
+    rows = session.execute(select(*CANDIDATE_COLUMNS).where(Note.id.in_(note_ids)))
+    return {row.id: row for row in rows}  # type: ignore[misc]
 
 
 def _mentioned_speaker(query: str, speakers: set[str]) -> str | None:
@@ -181,7 +192,7 @@ def _smooth_by_neighbours(
 
 
 def _score(
-    notes: dict[uuid.UUID, Note],
+    notes: dict[uuid.UUID, ScoredNote],
     relevance: dict[uuid.UUID, float],
     found: dict[str, dict[uuid.UUID, float]],
     links: dict[uuid.UUID, tuple[float, uuid.UUID]],
