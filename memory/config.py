@@ -26,6 +26,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from memory.errors import ConfigError
+from memory.runtime.pg_memory import SETTING_PATTERN as SHARED_BUFFERS_PATTERN
 
 Visibility = Literal["open", "scoped", "private", "user-only"]
 CONFIG_FILE_NAME = ".muma.json"
@@ -186,9 +187,7 @@ class Settings(BaseSettings):
     redis_url: str | None = None
     # shared_buffers of the embedded PostgreSQL: "auto" (a quarter of RAM, 128 MB-4 GB) or
     # a size such as "512MB" (memory/runtime/pg_memory.py).
-    embedded_shared_buffers: Annotated[str, Field(pattern=r"(?i)^\s*(auto|\d+\s*(MB|GB))\s*$")] = (
-        "auto"
-    )
+    embedded_shared_buffers: Annotated[str, Field(pattern=SHARED_BUFFERS_PATTERN)] = "auto"
     tenant_id: str = "default"
     activation: ActivationSettings = Field(default_factory=ActivationSettings)
     decay: DecaySettings = Field(default_factory=DecaySettings)

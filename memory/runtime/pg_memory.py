@@ -24,7 +24,9 @@ log = logging.getLogger(__name__)
 
 MIN_MB = 128
 MAX_AUTO_MB = 4096
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*(MB|GB)\s*$", re.IGNORECASE)
+# What `embedded_shared_buffers` accepts; the settings validate with the same pattern.
+SETTING_PATTERN = r"(?i)^\s*(auto|(\d+)\s*(MB|GB))\s*$"
+_SETTING_RE = re.compile(SETTING_PATTERN)
 
 
 def physical_memory_bytes() -> int:
@@ -33,15 +35,15 @@ def physical_memory_bytes() -> int:
 
 def shared_buffers_mb(setting: str, total_bytes: int) -> int:
     """The size in MB for a setting of "auto", "<n>MB" or "<n>GB" (at least 128 MB)."""
-    if setting.strip().lower() == "auto":
-        return max(MIN_MB, min(MAX_AUTO_MB, total_bytes // 4 // 2**20))
-    match = _SIZE_RE.match(setting)
+    match = _SETTING_RE.match(setting)
     if match is None:
         raise ConfigError(
             f"embedded_shared_buffers must be 'auto' or a size like '512MB' or '2GB', "
             f"not {setting!r}"
         )
-    size = int(match.group(1)) * (1024 if match.group(2).upper() == "GB" else 1)
+    if match.group(2) is None:  # auto
+        return max(MIN_MB, min(MAX_AUTO_MB, total_bytes // 4 // 2**20))
+    size = int(match.group(2)) * (1024 if match.group(3).upper() == "GB" else 1)
     return max(MIN_MB, size)
 
 
