@@ -4,15 +4,20 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test test-python test-plugin browser lint clean
+.PHONY: install pgvector run test test-python test-plugin browser lint clean
 
-install: $(STAMP)
+install: $(STAMP) pgvector
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+# The wheel's pgvector needs AVX-512 (built with -march=native); rebuild it portable.
+# A no-op when the portable build is already in place (checked by checksum).
+pgvector: $(STAMP)
+	scripts/portable-pgvector.sh $(PY)
 
 run: install
 	$(VENV)/bin/muma up

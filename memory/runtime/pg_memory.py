@@ -65,5 +65,7 @@ def ensure_shared_buffers(admin_uri: str, pgdata: Path, wanted_mb: int) -> bool:
         conn.execute(f"ALTER SYSTEM SET shared_buffers = '{int(wanted_mb)}MB'")
     log.info("restarting the embedded PostgreSQL with shared_buffers = %d MB", wanted_mb)
     user = "pgserver" if os.geteuid() == 0 else None
-    pg_ctl(["-w", "-m", "fast", "restart"], pgdata=pgdata, user=user, timeout=60)
+    # -l: keep logging to the file pgserver started the server with (else it is lost).
+    restart = ["-w", "-m", "fast", "-l", str(pgdata / "log"), "restart"]
+    pg_ctl(restart, pgdata=pgdata, user=user, timeout=60)
     return True
