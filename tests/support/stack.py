@@ -42,7 +42,10 @@ def wait_for_worker(
         from tasks.app import app
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        replies = app.control.ping(timeout=0.5) or []
+        try:
+            replies = app.control.ping(timeout=0.5) or []
+        except app.connection_for_write().connection_errors:
+            replies = []  # a broker that just restarted can drop the first connections
         if any(name in key for reply in replies for key in reply):
             return
         if process is not None and process.poll() is not None:
