@@ -18,7 +18,7 @@ TARBALL="pgvector_${VERSION}.orig.tar.gz"
 SHA256=69f4019389af05dc1c9548deb8628e62878e6e207c03907f2b8af2016472cdaa
 URL="${PGVECTOR_SOURCE_URL:-http://deb.debian.org/debian/pool/main/p/pgvector/$TARBALL}"
 
-PGINSTALL="$("$PY" -c 'import pathlib, pgserver; print(pathlib.Path(pgserver.__file__).parent / "pginstall")')"
+PGINSTALL="$("$PY" -W ignore -c 'import pathlib, pgserver; print(pathlib.Path(pgserver.__file__).parent / "pginstall")')"
 PG_CONFIG="$PGINSTALL/bin/pg_config"
 TARGET="$("$PG_CONFIG" --pkglibdir)/vector.so"
 STAMP="$TARGET.portable-sha256"

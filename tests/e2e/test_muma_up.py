@@ -63,13 +63,19 @@ def _descendants(pid: int) -> list[psutil.Process]:
     return psutil.Process(pid).children(recursive=True)
 
 
-def _home_processes(home: Path) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        cmdline = " ".join(proc.info.get("cmdline") or [])
-        if str(home) in cmdline:
-            found.append(proc)
-    return found
+def _home_processes(home: Path, settle: float = 5.0) -> list[str]:
+    """Processes still running for `home` once `settle` seconds have passed: a PostgreSQL
+    child can still be exiting for a moment after `pg_ctl stop -w` has returned."""
+    deadline = time.monotonic() + settle
+    while True:
+        found = []
+        for proc in psutil.process_iter(["cmdline", "status"]):
+            cmdline = " ".join(proc.info.get("cmdline") or [])
+            if str(home) in cmdline and proc.info.get("status") != psutil.STATUS_ZOMBIE:
+                found.append(f"{proc.pid} {cmdline[:200]}")
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
 
 
 def _stop(process: subprocess.Popen[str]) -> float:
@@ -118,7 +124,7 @@ def test_up_serves_restarts_children_and_stops_cleanly(tmp_path: Path) -> None:
     assert elapsed < 10, f"stop took {elapsed:.1f}s"
     time.sleep(0.5)
     assert not [p for p in children if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
-    assert not _home_processes(home), "processes left behind"
+    assert not (left := _home_processes(home)), f"processes left behind: {left}"
 
     # Start again: the data and the credentials are still there.
     process = _start(home, port, flower_port)
@@ -128,7 +134,7 @@ def test_up_serves_restarts_children_and_stops_cleanly(tmp_path: Path) -> None:
         assert again.status_code == 200
     finally:
         _stop(process)
-    assert not _home_processes(home)
+    assert not (left := _home_processes(home)), f"processes left behind: {left}"
 
 
 def _flower_task_states(flower_port: int) -> dict[str, set[str]]:
