@@ -124,13 +124,25 @@ def stop_postgres(home: Path) -> None:
     from pgserver import pg_ctl
 
     pgdata = pg_data_dir(home)
-    if _running_postgres_uri(pgdata) is None:
+    if not _postmaster_alive(pgdata):
         return
     user = "pgserver" if os.geteuid() == 0 else None
     try:
         pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user, timeout=15)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
         log.warning("pg_ctl stop failed for %s: %s", pgdata, exc)
+
+
+def _postmaster_alive(pgdata: Path) -> bool:
+    """Whether the postmaster named in postmaster.pid runs, in any state (starting,
+    recovering, ready, stopping): a stop must not skip a server that is not ready."""
+    import psutil
+
+    try:
+        pid = int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
+    except (OSError, ValueError):
+        return False
+    return psutil.pid_exists(pid)
 
 
 def _with_database(uri: str, database: str) -> str:
