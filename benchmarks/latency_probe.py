@@ -3,7 +3,7 @@
 Runs `search_notes` against the benchmark database with the read path's pieces wrapped
 by timers (monkeypatched in this process only), captures the SQL one search sends, and
 re-runs each statement under EXPLAIN (ANALYZE, BUFFERS) with the same parameters.
-Also the floor: a bare pgvector HNSW query through psycopg.
+Also the floor: a bare pgvector HNSW query on the user's partition of note_vectors.
 """
 
 from __future__ import annotations
@@ -26,18 +26,20 @@ from memory.clients.embedder import embed_query
 from memory.config import get_settings
 from memory.db import get_engine, session_scope
 from memory.notes.service import note_sources
+from memory.retrieval import bm25 as b
 from memory.retrieval import routes as r
 from memory.retrieval import service
 from memory.retrieval.service import search_notes
 
 FLOOR_SQL = (
-    "SELECT id FROM notes WHERE tenant_id = %s AND user_id = %s ORDER BY embedding <=> %s LIMIT 10"
+    "SELECT note_id FROM note_vectors WHERE tenant_id = %s AND user_id = %s"
+    " ORDER BY embedding <=> %s LIMIT 10"
 )
 PIECES: tuple[tuple[Any, str], ...] = (
     (r, "dense_route"),
     (r, "window_similarity"),
-    (r, "load_query_terms"),
-    (r, "bm25_route"),
+    (b, "load_query_terms"),
+    (b, "bm25_route"),
     (r, "verbatim_route"),
     (r, "linked_route"),
     (r, "adjacent_turns"),
@@ -125,7 +127,7 @@ def clean_plan(plan: str) -> str:
 def _label(statement: str) -> str:
     checks = (
         ("window_embedding <=>", "dense_window"),
-        ("embedding <=>", "dense"),
+        ("note_vectors.embedding <=>", "dense"),
         ("lexicon_totals", "lexicon_totals"),
         ("FROM lexicon", "lexicon_terms"),
         ("window_terms @@", "bm25_window"),
@@ -169,7 +171,8 @@ def explain_search(user_id: str, query: str) -> dict[str, str]:
 
 
 def floor(url: str, work: list[tuple[str, np.ndarray]]) -> dict[str, Any]:
-    """Bare HNSW top 10 per (user_id, vector), iterative scans on like the app's pool."""
+    """Bare HNSW top 10 per (user_id, vector) in the user's partition of note_vectors,
+    iterative scans on like the app's pool."""
     times: list[float] = []
     counts: list[int] = []
     with psycopg.connect(url) as conn:
@@ -194,12 +197,17 @@ def floor(url: str, work: list[tuple[str, np.ndarray]]) -> dict[str, Any]:
 
 
 def db_facts(url: str) -> dict[str, Any]:
-    """Sizes of the notes table and its indexes, and the settings that matter for reads."""
+    """Sizes of the notes table and its indexes, of note_vectors (all partitions, graphs
+    included), and the settings that matter for reads."""
     with psycopg.connect(url) as conn:
         sizes = conn.execute(
             "SELECT c.relname, pg_size_pretty(pg_total_relation_size(c.oid)) FROM pg_class c "
             "WHERE c.relname = 'notes' OR c.oid IN (SELECT indexrelid FROM pg_index "
             "WHERE indrelid = 'notes'::regclass) ORDER BY pg_total_relation_size(c.oid) DESC"
+        ).fetchall()
+        sizes += conn.execute(
+            "SELECT 'note_vectors', pg_size_pretty(sum(pg_total_relation_size(relid)))"
+            " FROM pg_partition_tree('note_vectors') WHERE isleaf"
         ).fetchall()
         names = (
             "server_version",

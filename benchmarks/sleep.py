@@ -88,7 +88,7 @@ def _database(args: argparse.Namespace, home: Path) -> None:
     upgrade_database()
 
 
-def _seed(n_notes: int, now: datetime, *, partial_hnsw: bool = False) -> dict[str, float]:
+def _seed(n_notes: int, now: datetime) -> dict[str, float]:
     from sqlalchemy import text
 
     from benchmarks.sleep_data import Plan, insert_notes, note_rows
@@ -99,12 +99,13 @@ def _seed(n_notes: int, now: datetime, *, partial_hnsw: bool = False) -> dict[st
         Plan(n_notes), tenant_id=TENANT, user_id=USER, now=now, settings=get_settings()
     )
     engine = get_engine().execution_options(isolation_level="AUTOCOMMIT")
-    # Bulk load without the HNSW indexes, then rebuild them exactly as the schema has them.
+    # Bulk load without the HNSW graphs (declared on note_vectors, one per partition), then
+    # rebuild them exactly as the schema has them.
     with engine.connect() as conn:
         hnsw = conn.execute(
             text(
                 "SELECT indexname, indexdef FROM pg_indexes WHERE "
-                "tablename = 'notes' AND indexdef LIKE '%USING hnsw%'"
+                "tablename = 'note_vectors' AND indexdef LIKE '%USING hnsw%'"
             )
         ).all()
         for name, _ in hnsw:
@@ -113,11 +114,9 @@ def _seed(n_notes: int, now: datetime, *, partial_hnsw: bool = False) -> dict[st
     with engine.connect() as conn:
         conn.execute(text("SET maintenance_work_mem = '512MB'"))
         for _, definition in hnsw:
-            # Experiment (see README): only active, current notes in the HNSW graphs, so
-            # archiving a note or closing a version inserts nothing into them.
-            extra = " WHERE status = 'active' AND valid_to IS NULL" if partial_hnsw else ""
-            conn.execute(text(definition + extra))
+            conn.execute(text(definition))
         conn.execute(text("VACUUM ANALYZE notes"))
+        conn.execute(text("VACUUM ANALYZE note_vectors"))
     return stats
 
 
@@ -188,7 +187,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         _database(args, home)
         now = datetime.now(UTC).replace(microsecond=0)
-        seeded = _seed(args.notes, now, partial_hnsw=args.partial_hnsw)
+        seeded = _seed(args.notes, now)
         # The store has never been swept: its first sweep (a day ago) works off the backlog.
         backlog, backlog_stats = timed("backlog sweep", lambda: _decay(now - day, dry_run=False))
         # A day passes before tonight: autovacuum has cleaned up after the backlog (left
@@ -208,7 +207,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         shutil.rmtree(home, ignore_errors=True)
     return {
         "notes": args.notes,
-        "partial_hnsw": args.partial_hnsw,
         "seed": seeded,
         "backlog_sweep": {**backlog_stats, "counts": backlog},
         "vacuum_after_backlog": vacuum_stats,
@@ -229,7 +227,6 @@ def table(result: dict[str, Any]) -> list[Row]:
     backlog = result["backlog_sweep"]
     return [
         Row("notes (one user)", f"{result['notes']:,}"),
-        Row("HNSW indexes partial (active, current)", "yes" if result["partial_hnsw"] else "no"),
         Row("first sweep of a never-swept store (s)", fmt(backlog["seconds"], 2)),
         Row("  archived / expired / deleted", _counts(backlog["counts"])),
         Row("VACUUM ANALYZE notes after it (s)", fmt(result["vacuum_after_backlog"]["seconds"], 2)),
@@ -294,11 +291,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--notes", type=int, default=100_000)
     parser.add_argument("--database-url", default=None, help="Use this PostgreSQL instead.")
     parser.add_argument("--out", type=Path, default=None, help="JSON path (default results/).")
-    parser.add_argument(
-        "--partial-hnsw",
-        action="store_true",
-        help="Schema experiment: HNSW indexes over active, current notes only.",
-    )
     parser.add_argument(
         "--new-notes",
         type=int,

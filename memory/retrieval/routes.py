@@ -3,48 +3,32 @@
 Invariants: each route returns {note_id: score} on its own scale (higher is better) for
 at most `limit` notes the viewer may see, that are current (valid_to IS NULL), not
 expired, and active (or archived when asked for); no route reads a whole history into
-Python: candidates come from indexes (HNSW, GIN on tsvector, trigram).
+Python: candidates come from indexes (HNSW on the viewer's partition of note_vectors,
+GIN on tsvector, trigram).
 """
 
 from __future__ import annotations
 
-import math
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
 from sqlalchemy import (
     ColumnElement,
-    Float,
     and_,
     case,
-    cast,
-    func,
-    literal,
     or_,
     select,
     true,
     union_all,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, TEXT, TSQUERY
 from sqlalchemy.orm import Session, aliased
 
 from memory.access.policy import Viewer, visible_clause
 from memory.links.models import Link
-from memory.notes.models import LexiconTerm, LexiconTotal, Note
+from memory.notes.models import Note, NoteVector
 from memory.types import utcnow
-
-BM25_K1 = 1.2
-BM25_B = 0.75
-# Terms in more than this share of a user's notes are scored but do not select candidates:
-# at 100k notes a stopword-like term would otherwise pull in tens of thousands of rows.
-MATCH_MAX_DF_SHARE = 0.08
-MATCH_MIN_TERMS = 2
-# The selecting terms together match at most about this many notes (rarest terms first):
-# BM25 is computed per matched note, so this bounds the route's cost whatever the user's
-# size. A term beyond it still scores the notes the rarer terms selected.
-MATCH_MAX_NOTES = 2000
 
 
 @dataclass(frozen=True)
@@ -54,16 +38,6 @@ class SearchFilters:
     since: datetime | None = None
     until: datetime | None = None
     include_archived: bool = False
-
-
-@dataclass
-class QueryTerms:
-    """Query terms with their idf per field, from the user's lexicon statistics."""
-
-    terms: list[str]
-    idf: dict[str, dict[str, float]] = field(default_factory=dict)
-    avg_len: dict[str, float] = field(default_factory=dict)
-    match: dict[str, list[str]] = field(default_factory=dict)
 
 
 def base_conditions(
@@ -88,12 +62,29 @@ def base_conditions(
 
 
 def dense_route(
-    session: Session, where: ColumnElement[bool], vector: np.ndarray, *, limit: int
+    session: Session,
+    viewer: Viewer,
+    where: ColumnElement[bool],
+    vector: np.ndarray,
+    *,
+    limit: int,
+    include_archived: bool = False,
 ) -> dict[uuid.UUID, float]:
-    distance = Note.embedding.cosine_distance(vector)
+    """Nearest notes by cosine, searched in `note_vectors` (the searchable notes' vectors).
+
+    The viewer's tenant and user as constants on note_vectors prune the search to their
+    partition (one HNSW graph, or an exact scan of inline vectors for a small user);
+    `where` (access rules and filters) is applied to the joined notes row in SQL.
+    """
+    distance = NoteVector.embedding.cosine_distance(vector)
+    scope = [NoteVector.tenant_id == viewer.tenant_id, NoteVector.user_id == viewer.user_id]
+    if not include_archived:
+        scope.append(NoteVector.active)
     rows = session.execute(
         select(Note.id, distance.label("d"))
-        .where(where, Note.embedding.is_not(None))
+        .select_from(NoteVector)
+        .join(Note, Note.id == NoteVector.note_id)
+        .where(*scope, where)
         .order_by(distance)
         .limit(limit)
     )
@@ -114,96 +105,6 @@ def window_similarity(
         )
     )
     return {row.id: float(row.s) for row in rows}
-
-
-def load_query_terms(session: Session, viewer: Viewer, terms: list[str]) -> QueryTerms:
-    """idf per field from the user's document frequencies, and which terms may select."""
-    result = QueryTerms(terms=list(dict.fromkeys(terms)))
-    if not result.terms:
-        return result
-    scope = (LexiconTerm.tenant_id == viewer.tenant_id, LexiconTerm.user_id == viewer.user_id)
-    df: dict[tuple[str, str], int] = {
-        (row.field, row.term): row.doc_count
-        for row in session.execute(
-            select(LexiconTerm.field, LexiconTerm.term, LexiconTerm.doc_count).where(
-                *scope, LexiconTerm.term.in_(result.terms)
-            )
-        )
-    }
-    totals = {
-        row.field: row
-        for row in session.execute(
-            select(LexiconTotal).where(
-                LexiconTotal.tenant_id == viewer.tenant_id, LexiconTotal.user_id == viewer.user_id
-            )
-        ).scalars()
-    }
-    for name in ("own", "window"):
-        total = totals.get(name)
-        n_docs = max(total.doc_count, 0) if total else 0
-        result.avg_len[name] = (total.term_total / n_docs) if total and n_docs else 1.0
-        counts = {t: min(max(df.get((name, t), 0), 0), n_docs) for t in result.terms}
-        result.idf[name] = {
-            t: math.log(1.0 + (n_docs - c + 0.5) / (c + 0.5)) for t, c in counts.items() if c > 0
-        }
-        result.match[name] = _selecting_terms(counts, n_docs)
-    return result
-
-
-def _selecting_terms(counts: dict[str, int], n_docs: int) -> list[str]:
-    """The query terms whose notes become BM25 candidates: the rarest first, while their
-    document frequencies add up to at most MATCH_MAX_NOTES (never fewer than one term)."""
-    present = sorted((c, t) for t, c in counts.items() if c > 0)
-    cap = max(50, MATCH_MAX_DF_SHARE * n_docs)
-    selective = [(c, t) for c, t in present if c <= cap] or present[:MATCH_MIN_TERMS]
-    chosen: list[str] = []
-    total = 0
-    for count, term in selective:
-        if chosen and total + count > MATCH_MAX_NOTES:
-            break
-        chosen.append(term)
-        total += count
-    return chosen
-
-
-def _tsquery(terms: list[str]) -> str:
-    """A tsquery literal OR-ing the exact lexemes (cast, not to_tsquery: no re-parsing,
-    so 'inc-4471' stays one lexeme)."""
-    return " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
-
-
-def bm25_route(
-    session: Session, where: ColumnElement[bool], query: QueryTerms, *, limit: int, window: bool
-) -> dict[uuid.UUID, float]:
-    """Okapi BM25 computed in SQL over the notes that contain a selective query term."""
-    name = "window" if window else "own"
-    idf = query.idf.get(name, {})
-    match = query.match.get(name, [])
-    if not idf or not match:
-        return {}
-    vector_col = Note.window_terms if window else Note.index_terms
-    length_col = Note.window_term_count if window else Note.term_count
-    lexemes = func.unnest(vector_col).table_valued("lexeme", "positions", "weights").lateral("u")
-    terms = list(idf)
-    weights = (
-        func.unnest(cast(terms, ARRAY(TEXT)), cast([idf[t] for t in terms], ARRAY(Float)))
-        .table_valued("term", "idf")
-        .render_derived(name="q")
-    )
-    tf = func.coalesce(func.array_length(lexemes.c.positions, 1), 1)
-    norm = BM25_K1 * (1 - BM25_B + BM25_B * length_col / query.avg_len[name])
-    score = func.sum(weights.c.idf * tf * (BM25_K1 + 1) / (tf + norm)).label("score")
-    statement = (
-        select(Note.id, score)
-        .select_from(Note)
-        .join(lexemes, true())
-        .join(weights, weights.c.term == lexemes.c.lexeme)
-        .where(where, vector_col.op("@@")(cast(literal(_tsquery(match)), TSQUERY)))
-        .group_by(Note.id)
-        .order_by(score.desc())
-        .limit(limit)
-    )
-    return {row.id: float(row.score) for row in session.execute(statement)}
 
 
 def verbatim_route(

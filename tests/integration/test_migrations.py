@@ -27,6 +27,7 @@ EXPECTED_TABLES = {
     "lexicon",
     "lexicon_totals",
     "tombstones",
+    "note_vectors",
 }
 
 
@@ -43,9 +44,15 @@ def scratch_database(database_url: str):  # type: ignore[no-untyped-def]
 
 
 def _tables(url: str) -> set[str]:
+    """Tables, partitioned parents included, but not their partitions."""
     engine = create_engine(url)
     try:
-        return set(inspect(engine).get_table_names()) - {"alembic_version"}
+        names = set(inspect(engine).get_table_names()) - {"alembic_version"}
+        with engine.connect() as conn:
+            partitions = set(
+                conn.execute(text("SELECT relname FROM pg_class WHERE relispartition")).scalars()
+            )
+        return names - partitions
     finally:
         engine.dispose()
 
@@ -70,12 +77,35 @@ def test_upgrade_downgrade_upgrade(scratch_database: str) -> None:
     engine.dispose()
     fillfactor = _notes_options(scratch_database)
     assert {"vector", "pg_trgm"} <= extensions
-    assert "USING hnsw (embedding vector_cosine_ops)" in indexes["ix_notes_embedding_hnsw"]
+    # Vectors are searched in note_vectors, one graph per partition (0004).
+    assert "ix_notes_embedding_hnsw" not in indexes
     assert "USING gin (index_terms)" in indexes["ix_notes_index_terms"]
     assert "gin_trgm_ops" in indexes["ix_notes_content_trgm"]
     # Window vectors are scored per candidate, never searched through a graph (0003).
     assert "ix_notes_window_embedding_hnsw" not in indexes
     assert "fillfactor=80" in fillfactor
+    assert _note_vector_partitions(scratch_database) == [("hnsw", "p")] * 64
+
+
+def _note_vector_partitions(url: str) -> list[tuple[str, str]]:
+    """(index access method, embedding storage) of each partition of note_vectors."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                text(
+                    "SELECT am.amname, a.attstorage FROM pg_inherits i"
+                    " JOIN pg_class c ON c.oid = i.inhrelid"
+                    " JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'embedding'"
+                    " JOIN pg_index x ON x.indrelid = c.oid"
+                    " JOIN pg_class ic ON ic.oid = x.indexrelid"
+                    " JOIN pg_am am ON am.oid = ic.relam AND am.amname <> 'btree'"
+                    " WHERE i.inhparent = 'note_vectors'::regclass ORDER BY c.relname"
+                )
+            )
+            return [(str(row[0]), str(row[1])) for row in rows]
+    finally:
+        engine.dispose()
 
 
 def _notes_options(url: str) -> str:
@@ -103,3 +133,35 @@ def test_constraints_reject_bad_rows(scratch_database: str) -> None:
             )
         )
     engine.dispose()
+
+
+def test_0004_backfills_note_vectors_and_downgrades(scratch_database: str) -> None:
+    upgrade_database("0003", url=scratch_database)
+    engine = create_engine(scratch_database)
+    insert = text(
+        "INSERT INTO notes (id, lineage_id, version, tenant_id, user_id, agent_id, content,"
+        " keywords, tags, kind, domain, visibility, pinned, status, importance, metadata,"
+        " occurred_at, created_at, updated_at, valid_from, access_times, access_count,"
+        " first_access_at, last_access_at, half_life_hours, term_count, window_term_count,"
+        " embedding) VALUES (:id, :id, 1, 't', :u, 'main', 'x', '{}', '{}', 'stable',"
+        " 'general', 'open', false, 'active', 0.5, '{}', now(), now(), now(), now(), '{}', 0,"
+        " now(), now(), 168, 0, 0, CAST(:v AS vector))"
+    )
+    vector = "[" + ",".join(["1"] + ["0"] * 383) + "]"
+    ids = [uuid.uuid4() for _ in range(3)]
+    try:
+        with engine.begin() as conn:
+            for i, note_id in enumerate(ids):
+                conn.execute(insert, {"id": note_id, "u": f"u{i}", "v": vector})
+        upgrade_database("head", url=scratch_database)
+        with engine.connect() as conn:
+            mirrored = set(conn.execute(text("SELECT note_id FROM note_vectors")).scalars())
+        assert mirrored == set(ids)
+        downgrade_database("0003", url=scratch_database)
+        with engine.connect() as conn:
+            restored = conn.execute(
+                text("SELECT count(*) FROM pg_indexes WHERE indexname = 'ix_notes_embedding_hnsw'")
+            ).scalar_one()
+        assert restored == 1
+    finally:
+        engine.dispose()

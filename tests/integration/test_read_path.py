@@ -266,3 +266,34 @@ def test_window_vectors_score_the_other_routes_candidates_only(memory_user: tupl
     assert found["bm25"], found
     # Every fact is close enough to be an HNSW neighbour; only BM25's matches are scored.
     assert set(found["dense_window"]) == set(found["bm25"]), found
+
+
+def test_window_bm25_scores_other_routes_candidates_when_its_terms_are_too_common(
+    memory_user: tuple, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When even the rarest query term is in more than MATCH_MAX_NOTES windows, the window
+    route scores the candidates the other routes found instead of scanning every match."""
+    from memory.access.policy import Viewer
+    from memory.retrieval import bm25
+    from memory.retrieval.candidates import SearchOptions, run_routes
+    from memory.retrieval.routes import SearchFilters
+
+    user, _, tenant = memory_user
+    query = "Where does my sister Ana live?"
+    viewer = Viewer(tenant_id=tenant, user_id=user, agent_id="helper")
+    options = SearchOptions(routes=("bm25", "bm25_window"))
+
+    def routes() -> dict[str, dict]:
+        with session_scope() as session:
+            return run_routes(session, viewer, query, None, SearchFilters(), options)
+
+    bounded = routes()
+    assert bounded["bm25"], bounded
+    # The windows of Ana's neighbour turns hold her words: the window route finds them.
+    assert set(bounded["bm25_window"]) > set(bounded["bm25"]), bounded
+    monkeypatch.setattr(bm25, "MATCH_MAX_NOTES", 0)
+    capped = routes()
+    assert capped["bm25"] == bounded["bm25"]
+    assert capped["bm25_window"] and set(capped["bm25_window"]) <= set(capped["bm25"]), capped
+    for note_id, score in capped["bm25_window"].items():
+        assert score == pytest.approx(bounded["bm25_window"][note_id])

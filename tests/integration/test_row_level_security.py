@@ -33,7 +33,7 @@ from tests.support.helpers import bearer
 
 pytestmark = pytest.mark.integration
 
-SCOPED_TABLES = ("notes", "episodes", "links", "note_sources", "events")
+SCOPED_TABLES = ("notes", "episodes", "links", "note_sources", "events", "note_vectors")
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,7 @@ def _note(tenant: str, user: str, content: str) -> Note:
         visibility="open",
         domain="general",
         status="active",
+        embedding=[1.0] + [0.0] * 383,  # mirrored into note_vectors by the trigger (0004)
     )
 
 
@@ -129,7 +130,7 @@ def test_app_role_sees_only_its_tenant_and_user(world: World) -> None:
         ids = set(session.execute(text("SELECT id FROM notes")).scalars())
         assert owners == {(world.tenant, world.a)}
         assert ids == set(world.notes["a"])
-        for table in ("episodes", "links", "events"):
+        for table in ("episodes", "links", "events", "note_vectors"):
             scopes = set(session.execute(text(f"SELECT tenant_id, user_id FROM {table}")).tuples())
             assert scopes == {(world.tenant, world.a)}, table
         sourced = set(session.execute(text("SELECT note_id FROM note_sources")).scalars())
@@ -278,6 +279,16 @@ def test_every_identity_table_has_a_policy(database_url: str) -> None:
                     )
                 ).scalars()
             )
+            # Partition -> whether muma_app holds any privilege on it.
+            partitions = dict(
+                conn.execute(
+                    text(
+                        "SELECT relname, has_table_privilege(:role, oid,"
+                        " 'SELECT, INSERT, UPDATE, DELETE') FROM pg_class WHERE relispartition"
+                    ),
+                    {"role": APP_ROLE},
+                ).all()
+            )
             protected = set(
                 conn.execute(
                     text(
@@ -293,9 +304,11 @@ def test_every_identity_table_has_a_policy(database_url: str) -> None:
             ).one()
     finally:
         engine.dispose()
-    # api_tokens has a user_id but muma_app holds no privilege on it at all.
-    assert identity_tables - {"api_tokens"} <= protected
-    assert "note_sources" in protected
+    # api_tokens has a user_id but muma_app holds no privilege on it at all; the
+    # partitions of note_vectors neither (it reads them through the parent's policy).
+    assert identity_tables - {"api_tokens"} - set(partitions) <= protected
+    assert partitions and not any(partitions.values())
+    assert {"note_sources", "note_vectors"} <= protected
     assert tuple(role) == (False, False)
 
 
@@ -323,8 +336,8 @@ def _policies(url: str) -> tuple[int, int]:
 
 def test_migration_downgrades_and_upgrades_again(scratch_database: str) -> None:
     upgrade_database("head", url=scratch_database)
-    assert _policies(scratch_database) == (12, 12)
+    assert _policies(scratch_database) == (13, 13)  # note_vectors since 0004
     downgrade_database("0001", url=scratch_database)
     assert _policies(scratch_database) == (0, 0)
     upgrade_database("head", url=scratch_database)
-    assert _policies(scratch_database) == (12, 12)
+    assert _policies(scratch_database) == (13, 13)

@@ -108,7 +108,9 @@ def test_factory_builds_each_provider_once_per_configuration() -> None:
     assert emb.get_embedder(settings_for(provider="hash", dimension=32)) is not hashed
     onnx = emb.get_embedder(settings_for(provider="onnx"))
     assert isinstance(onnx, emb.OnnxEmbedder)
-    assert onnx.model_id == "all-MiniLM-L6-v2-onnx-int8" and onnx.dimension == 384
+    assert onnx.model_id == "all-MiniLM-L6-v2-onnx-int8-dynamic" and onnx.dimension == 384
+    as_float = emb.get_embedder(settings_for(provider="onnx", compute="float"))
+    assert as_float is not onnx and as_float.model_id == "all-MiniLM-L6-v2-onnx-int8"
     assert isinstance(
         emb.get_embedder(settings_for(provider="sentence-transformers")),
         emb.SentenceTransformersEmbedder,

@@ -1,6 +1,6 @@
 """Which query terms select BM25 candidates: rarest first, bounded in matched notes."""
 
-from memory.retrieval.routes import MATCH_MAX_NOTES, _selecting_terms
+from memory.retrieval.bm25 import MATCH_MAX_NOTES, _selecting_terms
 
 
 def test_rare_terms_select_until_the_note_budget_is_spent() -> None:

@@ -1,0 +1,157 @@
+"""Okapi BM25 over a note's own terms and over its window's (the note with its neighbour
+turns), computed in SQL from the user's lexicon statistics.
+
+Invariants: the candidates are the notes holding one of the query's rarest terms while
+their document frequencies add up to at most MATCH_MAX_NOTES, so the cost is bounded
+whatever the user's size; when even the rarest term is more common than that
+(`QueryTerms.bounded` false), the caller passes the candidates of other routes as
+`among` instead of scanning tens of thousands of matches. Scores use every query term
+the user's notes contain.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import ColumnElement, Float, cast, func, literal, select, true
+from sqlalchemy.dialects.postgresql import ARRAY, TEXT, TSQUERY
+from sqlalchemy.orm import Session
+
+from memory.access.policy import Viewer
+from memory.notes.models import LexiconTerm, LexiconTotal, Note
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+# Terms in more than this share of a user's notes are scored but do not select candidates:
+# at 100k notes a stopword-like term would otherwise pull in tens of thousands of rows.
+MATCH_MAX_DF_SHARE = 0.08
+MATCH_MIN_TERMS = 2
+# The selecting terms together match at most about this many notes (rarest terms first):
+# BM25 is computed per matched note, so this bounds the route's cost whatever the user's
+# size. A term beyond it still scores the notes the rarer terms selected.
+MATCH_MAX_NOTES = 2000
+
+
+@dataclass
+class QueryTerms:
+    """Query terms with their idf per field, from the user's lexicon statistics;
+    `bounded[field]`: the selecting terms match at most MATCH_MAX_NOTES notes."""
+
+    terms: list[str]
+    idf: dict[str, dict[str, float]] = field(default_factory=dict)
+    avg_len: dict[str, float] = field(default_factory=dict)
+    match: dict[str, list[str]] = field(default_factory=dict)
+    bounded: dict[str, bool] = field(default_factory=dict)
+
+
+def load_query_terms(session: Session, viewer: Viewer, terms: list[str]) -> QueryTerms:
+    """idf per field from the user's document frequencies, and which terms may select."""
+    result = QueryTerms(terms=list(dict.fromkeys(terms)))
+    if not result.terms:
+        return result
+    scope = (LexiconTerm.tenant_id == viewer.tenant_id, LexiconTerm.user_id == viewer.user_id)
+    df: dict[tuple[str, str], int] = {
+        (row.field, row.term): row.doc_count
+        for row in session.execute(
+            select(LexiconTerm.field, LexiconTerm.term, LexiconTerm.doc_count).where(
+                *scope, LexiconTerm.term.in_(result.terms)
+            )
+        )
+    }
+    totals = {
+        row.field: row
+        for row in session.execute(
+            select(LexiconTotal).where(
+                LexiconTotal.tenant_id == viewer.tenant_id, LexiconTotal.user_id == viewer.user_id
+            )
+        ).scalars()
+    }
+    for name in ("own", "window"):
+        total = totals.get(name)
+        n_docs = max(total.doc_count, 0) if total else 0
+        result.avg_len[name] = (total.term_total / n_docs) if total and n_docs else 1.0
+        counts = {t: min(max(df.get((name, t), 0), 0), n_docs) for t in result.terms}
+        result.idf[name] = {
+            t: math.log(1.0 + (n_docs - c + 0.5) / (c + 0.5)) for t, c in counts.items() if c > 0
+        }
+        result.match[name] = _selecting_terms(counts, n_docs)
+        result.bounded[name] = sum(counts[t] for t in result.match[name]) <= MATCH_MAX_NOTES
+    return result
+
+
+def _selecting_terms(counts: dict[str, int], n_docs: int) -> list[str]:
+    """The query terms whose notes become BM25 candidates: the rarest first, while their
+    document frequencies add up to at most MATCH_MAX_NOTES (never fewer than one term)."""
+    present = sorted((c, t) for t, c in counts.items() if c > 0)
+    cap = max(50, MATCH_MAX_DF_SHARE * n_docs)
+    selective = [(c, t) for c, t in present if c <= cap] or present[:MATCH_MIN_TERMS]
+    chosen: list[str] = []
+    total = 0
+    for count, term in selective:
+        if chosen and total + count > MATCH_MAX_NOTES:
+            break
+        chosen.append(term)
+        total += count
+    return chosen
+
+
+def _candidates(
+    vector_col: Any, match: list[str], among: Sequence[uuid.UUID] | None
+) -> ColumnElement[bool]:
+    """The notes a BM25 route scores: those holding a selecting term (GIN index), or the
+    given ones (primary key; a note without any query term drops out in the join)."""
+    if among is not None:
+        return Note.id.in_(list(among))
+    return vector_col.op("@@")(cast(literal(_tsquery(match)), TSQUERY))
+
+
+def _tsquery(terms: list[str]) -> str:
+    """A tsquery literal OR-ing the exact lexemes (cast, not to_tsquery: no re-parsing,
+    so 'inc-4471' stays one lexeme)."""
+    return " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
+
+
+def bm25_route(
+    session: Session,
+    where: ColumnElement[bool],
+    query: QueryTerms,
+    *,
+    limit: int,
+    window: bool,
+    among: Sequence[uuid.UUID] | None = None,
+) -> dict[uuid.UUID, float]:
+    """Okapi BM25 computed in SQL over the notes that contain a selective query term, or,
+    given `among` (notes other routes found, which applied the access rules), over those.
+    """
+    name = "window" if window else "own"
+    idf = query.idf.get(name, {})
+    match = query.match.get(name, [])
+    if not idf or not match:
+        return {}
+    vector_col = Note.window_terms if window else Note.index_terms
+    length_col = Note.window_term_count if window else Note.term_count
+    lexemes = func.unnest(vector_col).table_valued("lexeme", "positions", "weights").lateral("u")
+    terms = list(idf)
+    weights = (
+        func.unnest(cast(terms, ARRAY(TEXT)), cast([idf[t] for t in terms], ARRAY(Float)))
+        .table_valued("term", "idf")
+        .render_derived(name="q")
+    )
+    tf = func.coalesce(func.array_length(lexemes.c.positions, 1), 1)
+    norm = BM25_K1 * (1 - BM25_B + BM25_B * length_col / query.avg_len[name])
+    score = func.sum(weights.c.idf * tf * (BM25_K1 + 1) / (tf + norm)).label("score")
+    statement = (
+        select(Note.id, score)
+        .select_from(Note)
+        .join(lexemes, true())
+        .join(weights, weights.c.term == lexemes.c.lexeme)
+        .where(where, _candidates(vector_col, match, among))
+        .group_by(Note.id)
+        .order_by(score.desc())
+        .limit(limit)
+    )
+    return {row.id: float(row.score) for row in session.execute(statement)}
