@@ -7,6 +7,7 @@ block has exited), so a worker never sees work that is not yet visible.
 from __future__ import annotations
 
 import logging
+import time
 import traceback
 import uuid
 from collections.abc import Iterable
@@ -52,7 +53,9 @@ def enqueue_episodes(episode_ids: Iterable[uuid.UUID]) -> list[uuid.UUID]:
     for start in range(0, len(ids), BATCH):
         chunk = ids[start : start + BATCH]
         try:
-            process_episodes.apply_async((chunk,), retry=False, priority=PRIORITY_EXTRACT)
+            process_episodes.apply_async(
+                (chunk,), {"queued_at": time.time()}, retry=False, priority=PRIORITY_EXTRACT
+            )
         except Exception as exc:  # kombu raises several unrelated types for a dead broker
             log.warning("could not enqueue %d episodes: %s", len(chunk), exc)
             break
@@ -67,9 +70,11 @@ def schedule_embedding() -> None:
 
 
 @app.task(base=DbTask, bind=True, name="tasks.pipeline.process_episodes")
-def process_episodes(self: DbTask, episode_ids: list[str]) -> int:
+def process_episodes(self: DbTask, episode_ids: list[str], queued_at: float | None = None) -> int:
     """Stages 1-2 for each episode, one transaction each: extract facts, construct notes;
-    then up to TAKE_ALONG of the oldest backlog episodes no other worker holds.
+    then, if this task waited in the queue for BACKLOG_SECONDS or more (or does not say
+    when it was queued), up to TAKE_ALONG of the oldest backlog episodes no other worker
+    holds.
 
     A non-transient failure of one episode dead-letters that episode alone; a transient
     one retries the task, and the episodes already done are skipped by their state guard
@@ -80,6 +85,10 @@ def process_episodes(self: DbTask, episode_ids: list[str]) -> int:
     created = sum(_extract_one(self, episode_id, settings, llm)[1] for episode_id in episode_ids)
     if created:
         schedule_embedding()
+    if queued_at is not None and time.time() - queued_at < BACKLOG_SECONDS:
+        # Episodes queued before this task's were published before it and are already
+        # taken (a worker holds or finished them): looking costs a transaction per capture.
+        return created
     taken = extra = 0
     before = utcnow() - timedelta(seconds=BACKLOG_SECONDS)
     while taken < TAKE_ALONG:
