@@ -19,7 +19,8 @@ from memory.db import session_scope
 from memory.episodes.models import Episode
 from memory.episodes.service import EpisodeInput, capture_episodes
 from memory.types import utcnow
-from tasks.pipeline import BACKLOG_SECONDS, process_episodes
+from tasks.pipeline import BACKLOG_SECONDS, PRIORITY_EXTRACT, process_episodes
+from tests.support.helpers import wait_for_episodes, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -55,25 +56,31 @@ def _status(episode_id: uuid.UUID) -> str:
         return session.scalar(select(Episode.status).where(Episode.id == episode_id)) or ""
 
 
+def _run(episode_id: uuid.UUID, **kwargs: float) -> None:
+    """Through the broker and the session's real worker, as the API publishes it."""
+    process_episodes.apply_async(([str(episode_id)],), kwargs, priority=PRIORITY_EXTRACT)
+    wait_for_episodes([episode_id], timeout=60)
+
+
 def test_backlog_is_taken_along_only_by_a_task_that_waited(
-    database_url: str, redis_url: str, tenant_id: str, user_id: str
+    celery_worker: str, tenant_id: str, user_id: str
 ) -> None:
     backlog = _capture(tenant_id, user_id, waiting=LONG_AGO)
     own = _capture(tenant_id, user_id)
-    process_episodes([str(own)], queued_at=time.time())
-    assert _status(own) != "queued"
-    assert _status(backlog) == "queued"  # delivered at once: no look for a backlog
-
+    # Queued "now" as far as the worker can tell, however long it takes to pick it up.
+    _run(own, queued_at=time.time() + 600)
+    # A look would come right after the task's own episode: give it time to happen.
+    time.sleep(2)
+    assert _status(backlog) == "queued"  # no look for a backlog
     waited = _capture(tenant_id, user_id)
-    process_episodes([str(waited)], queued_at=time.time() - BACKLOG_SECONDS - 1)
-    assert _status(waited) != "queued"
-    assert _status(backlog) != "queued"  # taken along
+    _run(waited, queued_at=time.time() - BACKLOG_SECONDS - 1)
+    wait_until(lambda: _status(backlog) != "queued", timeout=30)  # taken along
 
 
 def test_a_message_without_its_queue_time_takes_the_backlog_along(
-    database_url: str, redis_url: str, tenant_id: str, user_id: str
+    celery_worker: str, tenant_id: str, user_id: str
 ) -> None:
     backlog = _capture(tenant_id, user_id, waiting=LONG_AGO)
     own = _capture(tenant_id, user_id)
-    process_episodes([str(own)])  # as published before queued_at existed
-    assert _status(backlog) != "queued"
+    _run(own)  # as published before queued_at existed
+    wait_until(lambda: _status(backlog) != "queued", timeout=30)
