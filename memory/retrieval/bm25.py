@@ -2,11 +2,11 @@
 turns), computed in SQL from the user's lexicon statistics.
 
 Invariants: the candidates are the notes holding one of the query's rarest terms while
-their document frequencies add up to at most MATCH_MAX_NOTES, so the cost is bounded
-whatever the user's size; when even the rarest term is more common than that
-(`QueryTerms.bounded` false), the caller passes the candidates of other routes as
-`among` instead of scanning tens of thousands of matches. Scores use every query term
-the user's notes contain.
+their document frequencies add up to at most MATCH_MAX_NOTES (never fewer than one term),
+so the cost is bounded for all but the commonest words; where even the rarest term is
+more common than that (`QueryTerms.bounded` false), the window route is given the
+candidates of the other routes as `among` instead of scanning tens of thousands of
+windows (`candidates.run_routes`). Scores use every query term the user's notes contain.
 """
 
 from __future__ import annotations
