@@ -48,7 +48,7 @@ def resolve_database_url(settings: Settings | None = None) -> str:
 
 
 _ENGINES: dict[str, Engine] = {}
-_SESSIONMAKERS: dict[str, sessionmaker[Session]] = {}
+_SESSIONMAKERS: dict[tuple[str, bool], sessionmaker[Session]] = {}
 
 
 def _engine_for(url: str) -> Engine:
@@ -92,19 +92,28 @@ def dispose_engines(*, close: bool = False) -> None:
     _SESSIONMAKERS.clear()
 
 
-def _sessionmaker_for(url: str) -> sessionmaker[Session]:
-    if url not in _SESSIONMAKERS:
-        _SESSIONMAKERS[url] = sessionmaker(bind=_engine_for(url), expire_on_commit=False)
-    return _SESSIONMAKERS[url]
+def _sessionmaker_for(url: str, *, autocommit: bool = False) -> sessionmaker[Session]:
+    key = (url, autocommit)
+    if key not in _SESSIONMAKERS:
+        engine = _engine_for(url)
+        if autocommit:
+            engine = engine.execution_options(isolation_level="AUTOCOMMIT")
+        _SESSIONMAKERS[key] = sessionmaker(bind=engine, expire_on_commit=False)
+    return _SESSIONMAKERS[key]
 
 
 @contextmanager
-def session_scope(settings: Settings | None = None) -> Iterator[Session]:
+def session_scope(
+    settings: Settings | None = None, *, autocommit: bool = False
+) -> Iterator[Session]:
     """One transaction: commit on success, roll back on any error.
 
+    With `autocommit`, each statement commits on its own instead: only for a unit of work
+    that is one writing statement (a capture's INSERT), where it saves the BEGIN and
+    COMMIT round trips that every capture's acknowledgement otherwise waits for.
     Connection failures surface as TransientError so callers (tasks) can retry them.
     """
-    factory = _sessionmaker_for(resolve_database_url(settings))
+    factory = _sessionmaker_for(resolve_database_url(settings), autocommit=autocommit)
     session = factory()
     try:
         yield session

@@ -79,7 +79,9 @@ async def post_episodes(request: Request, principal: PrincipalDep) -> EpisodeIds
 
 
 def _capture(tenant_id: str, inputs: list[EpisodeInput]) -> EpisodeIds:
-    with session_scope() as session:
+    # One INSERT (atomic on its own) stores the whole batch: autocommit spares the
+    # acknowledgement two round trips (the idempotency look-up after it only reads).
+    with session_scope(autocommit=True) as session:
         results = capture_episodes(session=session, tenant_id=tenant_id, episodes=inputs)
     enqueue_episodes([episode_id for episode_id, created in results if created])
     return EpisodeIds(episode_ids=[episode_id for episode_id, _ in results])
