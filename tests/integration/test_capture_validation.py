@@ -138,3 +138,19 @@ def test_user_bound_token_cannot_write_for_another_user(
     token = make_token("agent", tenant_id, user="someone-else")
     response = api_client.post("/v1/episodes", json=_episode(user_id), headers=bearer(token))
     assert response.status_code == 403
+
+
+def test_capture_checks_the_token_before_the_body(
+    api_client: TestClient, tokens: dict[str, str]
+) -> None:
+    """The token is checked before the body is read as JSON: no body, however broken, is
+    looked at for a caller without a valid token for this tenant."""
+    broken = b'{"episodes": ['
+    for headers in ({}, bearer("not-a-token"), {"Authorization": "Basic abc"}):
+        answer = api_client.post("/v1/episodes", content=broken, headers=headers)
+        assert answer.status_code == 401, answer.text
+    other_tenant = {**bearer(tokens["agent"]), "X-Muma-Tenant": "someone-else"}
+    answer = api_client.post("/v1/episodes", content=broken, headers=other_tenant)
+    assert answer.status_code == 403, answer.text
+    answer = api_client.post("/v1/episodes", content=broken, headers=bearer(tokens["agent"]))
+    assert answer.status_code in (400, 422) and "JSON" in answer.json()["detail"]
