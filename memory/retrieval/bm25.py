@@ -130,7 +130,7 @@ def bm25_route(
     name = "window" if window else "own"
     idf = query.idf.get(name, {})
     match = query.match.get(name, [])
-    if not idf or not match:
+    if not idf or not match or (among is not None and not among):
         return {}
     vector_col = Note.window_terms if window else Note.index_terms
     length_col = Note.window_term_count if window else Note.term_count

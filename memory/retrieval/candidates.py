@@ -60,6 +60,9 @@ def run_routes(
 
     found: dict[str, dict[uuid.UUID, float]] = {}
 
+    def found_so_far() -> list[uuid.UUID]:
+        return list(dict.fromkeys(note_id for scores in found.values() for note_id in scores))
+
     def bm25(window: bool) -> dict[uuid.UUID, float]:
         nonlocal terms
         if terms is None:
@@ -68,14 +71,13 @@ def run_routes(
         if window and not terms.bounded.get("window", True):
             # Even the rarest term is in thousands of windows (a window holds three turns'
             # words): score the other routes' candidates rather than scan all its matches.
-            among = list(dict.fromkeys(i for scores in found.values() for i in scores))
+            among = found_so_far()
         return b.bm25_route(session, where, terms, limit=ROUTE_LIMIT, window=window, among=among)
 
     def window_of_candidates() -> dict[uuid.UUID, float]:
         # Scores the notes the other routes found; searching window vectors through their
         # own HNSW graph ranked worse on LoCoMo (R@10 .797 against .804) and cost a graph.
-        pool = list(dict.fromkeys(note_id for scores in found.values() for note_id in scores))
-        return r.window_similarity(session, pool, vector)  # type: ignore[arg-type]
+        return r.window_similarity(session, found_so_far(), vector)  # type: ignore[arg-type]
 
     steps = {
         "bm25": lambda: bm25(False),
