@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import DateTime
-from sqlalchemy.dialects.postgresql import UUID
+from sqlalchemy import ColumnElement, DateTime, any_, bindparam
+from sqlalchemy.dialects.postgresql import ARRAY, UUID
 
 EMBEDDING_DIMENSION = 384
 
@@ -23,6 +25,13 @@ CONFLICT_STATUSES = ("open", "resolved")
 
 Uuid = UUID(as_uuid=True)
 Timestamp = DateTime(timezone=True)
+
+
+def id_in(column: Any, ids: Iterable[uuid.UUID]) -> ColumnElement[bool]:
+    """`column = ANY(:ids)`: the ids travel as one uuid[] parameter. An expanding IN binds
+    and adapts each id on its own (~0.8 ms more CPU for 200 ids) and makes a new SQL text
+    for every count, which psycopg cannot reuse."""
+    return column == any_(bindparam(None, list(ids), type_=ARRAY(Uuid)))
 
 
 def utcnow() -> datetime:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, and_, false, or_, select
+from sqlalchemy import ColumnElement, and_, false, func, or_, select
 from sqlalchemy.orm import Session
 
 from memory.access.models import Agent
@@ -32,8 +32,21 @@ class Viewer:
         return self.agent_id is None
 
 
-def visible_clause(viewer: Viewer, note: type[Note] = Note) -> ColumnElement[bool]:
-    scope = and_(note.tenant_id == viewer.tenant_id, note.user_id == viewer.user_id)
+def visible_clause(
+    viewer: Viewer, note: type[Note] = Note, *, scope_by_index: bool = True
+) -> ColumnElement[bool]:
+    """The viewer's notes. `scope_by_index=False` states the same tenant and user
+    condition in a form no index serves (coalesce of NOT NULL columns): for a query whose
+    candidates already come from a per-user index (the per-user term keys, a user's
+    partition of note_vectors), where the planner would otherwise AND in a bitmap of the
+    user's whole scope (98k entries and 6 ms at 100k notes) that filters nothing."""
+    if scope_by_index:
+        scope = and_(note.tenant_id == viewer.tenant_id, note.user_id == viewer.user_id)
+    else:
+        scope = and_(
+            func.coalesce(note.tenant_id, "") == viewer.tenant_id,
+            func.coalesce(note.user_id, "") == viewer.user_id,
+        )
     if viewer.user_level:
         return scope
     own = and_(note.agent_id == viewer.agent_id, note.visibility != "user-only")

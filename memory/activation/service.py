@@ -29,7 +29,9 @@ def record_note_accesses(
         note.access_times, note.access_count, note.first_access_at = times, total, first
         note.last_access_at = max(note.last_access_at, at)
         note.half_life_hours = grow_half_life(
-            note.half_life_hours, growth=settings.half_life_growth, kind=note.kind,
+            note.half_life_hours,
+            growth=settings.half_life_growth,
+            kind=note.kind,
             multipliers=settings.kind_half_life_multipliers,
         )
         count += 1

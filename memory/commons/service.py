@@ -19,21 +19,19 @@ from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
-    String,
     Subquery,
     case,
-    cast,
     delete,
     desc,
     func,
-    literal,
     select,
 )
-from sqlalchemy.dialects.postgresql import TSQUERY, insert
+from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from memory.access.policy import Viewer, visible_clause
 from memory.commons.models import TransactiveEntry
+from memory.notes.lexicon import user_terms_match
 from memory.notes.models import Note
 from memory.retrieval.text import analyse
 
@@ -145,15 +143,6 @@ class AgentExpertise:
     last_write_at: datetime
 
 
-def tsquery_literal(terms: list[str]) -> str:
-    """An OR tsquery over analysed terms, as a literal (lexemes are not re-parsed)."""
-    quoted = []
-    for term in terms:
-        escaped = term.replace("\\", "\\\\").replace("'", "''")
-        quoted.append(f"'{escaped}'")
-    return " | ".join(quoted)
-
-
 def search_agents(
     *, session: Session, viewer: Viewer, query: str, limit: int = 10
 ) -> list[AgentExpertise]:
@@ -166,7 +155,6 @@ def search_agents(
     terms = list(dict.fromkeys(analyse(query)))[:MAX_QUERY_TERMS]
     if not terms or limit <= 0:
         return []
-    tsquery = cast(literal(tsquery_literal(terms), String), TSQUERY)
     age_days = func.extract("epoch", func.now() - Note.created_at) / 86400.0
     weight = 0.5 + 0.5 * func.power(2.0, -func.greatest(age_days, 0) / RECENCY_HALF_LIFE_DAYS)
     matched = (
@@ -175,7 +163,9 @@ def search_agents(
             visible_clause(viewer),
             Note.status == "active",
             Note.valid_to.is_(None),
-            Note.index_terms.op("@@")(tsquery),
+            user_terms_match(
+                Note.index_terms, tenant_id=viewer.tenant_id, user_id=viewer.user_id, terms=terms
+            ),
         )
         .subquery()
     )

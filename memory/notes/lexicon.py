@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
-from sqlalchemy import event, text
-from sqlalchemy.orm import Session
+from sqlalchemy import ColumnElement, String, cast, event, func, literal, text
+from sqlalchemy.dialects.postgresql import TSVECTOR
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from memory.notes.models import Note
 from memory.retrieval.text import analyse
@@ -33,6 +35,30 @@ def tsvector_literal(terms: list[str]) -> str:
         escaped = term.replace("\\", "\\\\").replace("'", "''")
         parts.append(f"'{escaped}':{','.join(str(p) for p in where[:256])}")
     return " ".join(parts)
+
+
+def user_terms_match(
+    column: InstrumentedAttribute[Any],
+    *,
+    tenant_id: str,
+    user_id: str,
+    terms: list[str],
+    every: bool = False,
+) -> ColumnElement[bool]:
+    """Notes of (tenant_id, user_id) whose tsvector `column` holds one of `terms` (with
+    `every`, all of them).
+
+    Written as the expression of the per-user term indexes (migration 0005), so the GIN
+    lookup returns only that user's notes; the caller's user condition still applies (a
+    key prefix shared by two users would only add candidates it removes).
+    """
+    wanted = func.note_user_lexemes(
+        literal(tenant_id, String),
+        literal(user_id, String),
+        cast(literal(tsvector_literal(terms), String), TSVECTOR),
+    )
+    keys = func.note_user_lexemes(Note.tenant_id, Note.user_id, column)
+    return keys.bool_op("@>" if every else "&&")(wanted)
 
 
 def note_terms(note: Note) -> dict[str, list[str]]:

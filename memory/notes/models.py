@@ -51,8 +51,17 @@ class Note(Base):
         Index("ix_notes_scope", "tenant_id", "user_id", "status"),
         Index("ix_notes_lineage", "lineage_id", "version"),
         Index("ix_notes_session_turn", "tenant_id", "user_id", "session_id", "turn_seq"),
-        Index("ix_notes_index_terms", "index_terms", postgresql_using="gin"),
-        Index("ix_notes_window_terms", "window_terms", postgresql_using="gin"),
+        # Term indexes keyed per user (`memory.notes.lexicon.user_terms_match`, 0005).
+        Index(
+            "ix_notes_user_index_terms",
+            text("note_user_lexemes(tenant_id, user_id, index_terms)"),
+            postgresql_using="gin",
+        ),
+        Index(
+            "ix_notes_user_window_terms",
+            text("note_user_lexemes(tenant_id, user_id, window_terms)"),
+            postgresql_using="gin",
+        ),
         # The embedding stage claims pending notes oldest first (write path).
         Index("ix_notes_pending", "created_at", postgresql_where=text("status = 'pending'")),
         # Hard deletes set superseded_by NULL on the notes a deleted note superseded.

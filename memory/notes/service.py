@@ -15,7 +15,7 @@ from memory.links.models import Link
 from memory.notes.lexicon import unindex_note_terms
 from memory.notes.models import Note, NoteSource
 from memory.ops.audit import record_event
-from memory.types import utcnow
+from memory.types import id_in, utcnow
 
 
 def get_visible_note(*, session: Session, viewer: Viewer, note_id: uuid.UUID) -> Note:
@@ -33,7 +33,7 @@ def note_sources(
     rows = session.execute(
         select(NoteSource.note_id, Episode.id, Episode.occurred_at, Episode.metadata_)
         .join(Episode, Episode.id == NoteSource.episode_id)
-        .where(NoteSource.note_id.in_(note_ids))
+        .where(id_in(NoteSource.note_id, note_ids))
         .order_by(Episode.occurred_at, Episode.seq)
     )
     out: dict[uuid.UUID, list[dict[str, Any]]] = {i: [] for i in note_ids}

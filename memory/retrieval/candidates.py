@@ -56,6 +56,9 @@ def run_routes(
     short by its budget still has the candidates that matter most.
     """
     where = r.base_conditions(viewer, filters)
+    # BM25 candidates come from the per-user term keys, the dense route's from the
+    # user's partition of note_vectors: the user's scope index would only add work.
+    within_user = r.base_conditions(viewer, filters, scope_by_index=False)
     terms: b.QueryTerms | None = None
 
     found: dict[str, dict[uuid.UUID, float]] = {}
@@ -72,7 +75,9 @@ def run_routes(
             # Even the rarest term is in thousands of windows (a window holds three turns'
             # words): score the other routes' candidates rather than scan all its matches.
             among = found_so_far()
-        return b.bm25_route(session, where, terms, limit=ROUTE_LIMIT, window=window, among=among)
+        return b.bm25_route(
+            session, within_user, terms, limit=ROUTE_LIMIT, window=window, among=among
+        )
 
     def window_of_candidates() -> dict[uuid.UUID, float]:
         # Scores the notes the other routes found; searching window vectors through their
@@ -88,6 +93,7 @@ def run_routes(
             vector,  # type: ignore[arg-type]
             limit=ROUTE_LIMIT,
             include_archived=filters.include_archived,
+            within_user=within_user,
         ),
         "verbatim": lambda: r.verbatim_route(
             session, where, verbatim_tokens(query), limit=ROUTE_LIMIT

@@ -28,7 +28,14 @@ from sqlalchemy.orm import Session, aliased
 from memory.access.policy import Viewer, visible_clause
 from memory.links.models import Link
 from memory.notes.models import Note, NoteVector
-from memory.types import utcnow
+from memory.types import id_in, utcnow
+
+# One alias for every call: aliasing notes builds a proxy of each of its ~50 columns
+# (~2 ms of CPU per search when done per call).
+_NEIGHBOUR = aliased(Note, name="neighbour")
+# The dense route's first look: this many times its limit of the partition's nearest
+# vectors (the access rules drop ~15 % of a typical agent's candidates).
+DENSE_POOL_FACTOR = 2
 
 
 @dataclass(frozen=True)
@@ -41,11 +48,17 @@ class SearchFilters:
 
 
 def base_conditions(
-    viewer: Viewer, filters: SearchFilters, note: type[Note] = Note
+    viewer: Viewer,
+    filters: SearchFilters,
+    note: type[Note] = Note,
+    *,
+    scope_by_index: bool = True,
 ) -> ColumnElement[bool]:
+    """Access rules and filters; `scope_by_index=False` for routes whose candidates come
+    from a per-user index (see `visible_clause`)."""
     statuses = ("active", "archived") if filters.include_archived else ("active",)
     parts: list[ColumnElement[bool]] = [
-        visible_clause(viewer, note),
+        visible_clause(viewer, note, scope_by_index=scope_by_index),
         note.status.in_(statuses),
         note.valid_to.is_(None),
         or_(note.expires_at.is_(None), note.expires_at > utcnow()),
@@ -69,25 +82,47 @@ def dense_route(
     *,
     limit: int,
     include_archived: bool = False,
+    within_user: ColumnElement[bool] | None = None,
 ) -> dict[uuid.UUID, float]:
     """Nearest notes by cosine, searched in `note_vectors` (the searchable notes' vectors).
 
     The viewer's tenant and user as constants on note_vectors prune the search to their
-    partition (one HNSW graph, or an exact scan of inline vectors for a small user);
-    `where` (access rules and filters) is applied to the joined notes row in SQL.
+    partition (one HNSW graph, or an exact scan of inline vectors for a small user).
+    First the partition alone gives its nearest `limit * DENSE_POOL_FACTOR` vectors, and
+    only those are joined to notes for the access rules and filters (`within_user`: the
+    same conditions with the scope in a form the planner does not answer with the user's
+    scope index). Joined in one statement, the planner sorted every vector of a 10k-note
+    user and hash-joined all its notes (13 ms against 0.8 ms for the bare graph). When
+    fewer than `limit` of the pool pass (a selective filter), the one-statement search
+    with iterative index scans runs instead, so a filtered query still fills its limit.
     """
     distance = NoteVector.embedding.cosine_distance(vector)
     scope = [NoteVector.tenant_id == viewer.tenant_id, NoteVector.user_id == viewer.user_id]
     if not include_archived:
         scope.append(NoteVector.active)
-    rows = session.execute(
-        select(Note.id, distance.label("d"))
-        .select_from(NoteVector)
-        .join(Note, Note.id == NoteVector.note_id)
-        .where(*scope, where)
+    nearest = (
+        select(NoteVector.note_id, distance.label("d"))
+        .where(*scope)
         .order_by(distance)
-        .limit(limit)
+        .limit(limit * DENSE_POOL_FACTOR)
+        .subquery("nearest")
     )
+    rows = session.execute(
+        select(Note.id, nearest.c.d)
+        .join(Note, Note.id == nearest.c.note_id)
+        .where(where if within_user is None else within_user)
+        .order_by(nearest.c.d)
+        .limit(limit)
+    ).all()
+    if len(rows) < limit:
+        rows = session.execute(
+            select(Note.id, distance.label("d"))
+            .select_from(NoteVector)
+            .join(Note, Note.id == NoteVector.note_id)
+            .where(*scope, where)
+            .order_by(distance)
+            .limit(limit)
+        ).all()
     return {row.id: 1.0 - float(row.d) for row in rows}
 
 
@@ -101,7 +136,7 @@ def window_similarity(
     similarity = 1.0 - Note.window_embedding.cosine_distance(vector)
     rows = session.execute(
         select(Note.id, similarity.label("s")).where(
-            Note.id.in_(note_ids), Note.window_embedding.is_not(None)
+            id_in(Note.id, note_ids), Note.window_embedding.is_not(None)
         )
     )
     return {row.id: float(row.s) for row in rows}
@@ -137,7 +172,7 @@ def linked_route(
         select(Link.source_id, Link.target_id, Link.weight)
         .join(Note, Note.id == Link.target_id)
         .where(
-            Link.source_id.in_(list(seeds)),
+            id_in(Link.source_id, seeds),
             Link.kind.in_(("related", "consolidates", "derived_from")),
             where,
         )
@@ -159,10 +194,10 @@ def adjacent_turns(
         return {}
     seeds = (
         select(Note.id, Note.session_id, Note.turn_seq)
-        .where(Note.id.in_(note_ids), Note.turn_seq.is_not(None))
+        .where(id_in(Note.id, note_ids), Note.turn_seq.is_not(None))
         .cte("seeds")
     )
-    neighbour = aliased(Note)
+    neighbour = _NEIGHBOUR
     visible = base_conditions(viewer, filters, neighbour)
     same_session = and_(visible, neighbour.session_id == seeds.c.session_id)
     before = (

@@ -33,7 +33,7 @@ from memory.retrieval.candidates import (  # noqa: F401 - the read path's public
 )
 from memory.retrieval.fusion import fuse, to_relevance
 from memory.retrieval.mmr import mmr
-from memory.types import utcnow
+from memory.types import id_in, utcnow
 
 LINK_SEEDS = 10
 LINK_FACTOR = 0.5
@@ -106,7 +106,7 @@ def _ranks(scores: dict[uuid.UUID, float]) -> dict[uuid.UUID, int]:
 def _load_notes(session: Session, note_ids: list[uuid.UUID]) -> dict[uuid.UUID, ScoredNote]:
     if not note_ids:
         return {}
-    rows = session.execute(select(*CANDIDATE_COLUMNS).where(Note.id.in_(note_ids)))
+    rows = session.execute(select(*CANDIDATE_COLUMNS).where(id_in(Note.id, note_ids)))
     return {row.id: row for row in rows}  # type: ignore[misc]
 
 
@@ -245,7 +245,7 @@ def _score(
 def _pool_vectors(session: Session, note_ids: list[uuid.UUID]) -> dict[uuid.UUID, np.ndarray]:
     rows = session.execute(
         select(Note.id, binary_vector(Note.embedding, "embedding")).where(
-            Note.id.in_(note_ids), Note.embedding.is_not(None)
+            id_in(Note.id, note_ids), Note.embedding.is_not(None)
         )
     )
     return {row.id: parse_vector(row.embedding) for row in rows}  # type: ignore[misc]

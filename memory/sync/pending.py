@@ -45,9 +45,7 @@ def _notes_still_pending(run: SyncRun, pending: f.PendingEntry) -> bool:
         run.session.scalar(
             select(Note.id)
             .join(NoteSource, NoteSource.note_id == Note.id)
-            .where(
-                NoteSource.episode_id == uuid.UUID(pending.episode_id), Note.status == "pending"
-            )
+            .where(NoteSource.episode_id == uuid.UUID(pending.episode_id), Note.status == "pending")
             .limit(1)
         )
         is not None

@@ -79,7 +79,13 @@ def test_upgrade_downgrade_upgrade(scratch_database: str) -> None:
     assert {"vector", "pg_trgm"} <= extensions
     # Vectors are searched in note_vectors, one graph per partition (0004).
     assert "ix_notes_embedding_hnsw" not in indexes
-    assert "USING gin (index_terms)" in indexes["ix_notes_index_terms"]
+    # Term indexes are keyed per user (0005); the global ones are gone.
+    assert "ix_notes_index_terms" not in indexes
+    assert "ix_notes_window_terms" not in indexes
+    for column in ("index_terms", "window_terms"):
+        assert f"note_user_lexemes(tenant_id, user_id, {column})" in (
+            indexes[f"ix_notes_user_{column}"]
+        )
     assert "gin_trgm_ops" in indexes["ix_notes_content_trgm"]
     # Window vectors are scored per candidate, never searched through a graph (0003).
     assert "ix_notes_window_embedding_hnsw" not in indexes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from memory.db import session_scope
 from memory.episodes.models import Episode
@@ -49,3 +49,21 @@ def test_autocommit_commits_each_statement_when_it_runs(
     # What lets a capture answer without BEGIN and COMMIT round trips: its one INSERT is
     # durable as soon as it returns.
     assert _exists(_capture_then_fail(tenant_id, user_id, autocommit=True))
+
+
+def test_a_statement_run_often_is_still_planned_for_its_values(database_url: str) -> None:
+    """psycopg prepares a statement after its 5th run on a connection; PostgreSQL would
+    then move to a generic plan that ignores the user, terms and vector the read path's
+    plans depend on. Every connection forces a plan per execution instead."""
+    statement = select(Episode.id).where(Episode.user_id == "nobody").limit(1)
+    with session_scope() as session:
+        for _ in range(12):
+            session.execute(statement).all()
+        plans = session.execute(
+            text(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
+                " WHERE statement LIKE 'SELECT episodes.id%'"
+            )
+        ).all()
+    assert plans, "psycopg no longer prepares repeated statements"
+    assert all(generic == 0 and custom > 0 for generic, custom in plans), plans

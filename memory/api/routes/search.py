@@ -30,7 +30,7 @@ from memory.retrieval.budget import Deadline
 from memory.retrieval.context import build_context
 from memory.retrieval.routes import SearchFilters
 from memory.retrieval.service import SearchHit, SearchOptions, search_notes
-from memory.types import utcnow
+from memory.types import id_in, utcnow
 
 router = APIRouter(tags=["read"])
 log = logging.getLogger(__name__)
@@ -144,7 +144,7 @@ def _rls_checked(session: Session, viewer: Viewer, hits: list[SearchHit]) -> lis
     """
     scope_session(session, tenant_id=viewer.tenant_id, user_id=viewer.user_id)
     ids = [hit.note.id for hit in hits]
-    allowed = set(session.scalars(select(Note.id).where(Note.id.in_(ids)))) if ids else set()
+    allowed = set(session.scalars(select(Note.id).where(id_in(Note.id, ids)))) if ids else set()
     if len(allowed) < len(ids):
         log.error(
             "row-level security refused %d search hits for tenant %s user %s",
