@@ -42,7 +42,13 @@ from benchmarks.latency_load import (
     register_encoded,
     write_progress,
 )
-from benchmarks.latency_probe import db_facts, explain_search, floor, profile_pieces
+from benchmarks.latency_probe import (
+    db_facts,
+    explain_search,
+    floor,
+    profile_pieces,
+    recheck_short_filtered,
+)
 from benchmarks.latency_report import Sample, report
 from benchmarks.latency_whatif import what_if
 from benchmarks.stack import BenchStack
@@ -235,6 +241,8 @@ def measure(
         work = [(s.user_id, v) for s, v in zip(searches, vectors, strict=True) if s.size == label]
         floor(stack.database_url, work[:10])  # warm-up
         floors[label] = floor(stack.database_url, work)
+    log("filtered searches short of top_k: again without the retrieval threshold")
+    recheck_short_filtered(measured)
     log("in-process profile and EXPLAIN")
     probes = _probe(plan, args)
     return {

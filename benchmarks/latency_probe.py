@@ -13,6 +13,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,7 @@ from memory.access.policy import agent_viewer
 from memory.clients.embedder import embed_query
 from memory.config import get_settings
 from memory.db import get_engine, session_scope
-from memory.notes.service import note_sources
+from memory.notes.service import readable_note_sources
 from memory.retrieval import bm25 as b
 from memory.retrieval import routes as r
 from memory.retrieval import service
@@ -98,7 +99,7 @@ def _one_search(user_id: str, query: str, sink: dict[str, float]) -> int:
             )
         sink["search_notes"] = (time.perf_counter() - started) * 1000
         started = time.perf_counter()
-        note_sources(session=session, note_ids=[h.note.id for h in hits])
+        readable_note_sources(session=session, note_ids=[h.note.id for h in hits])
         sink["note_sources"] = (time.perf_counter() - started) * 1000
     return len(hits)
 
@@ -130,8 +131,8 @@ def _label(statement: str) -> str:
         ("note_vectors.embedding <=>", "dense"),
         ("lexicon_totals", "lexicon_totals"),
         ("FROM lexicon", "lexicon_terms"),
-        ("unnest(notes.window_terms)", "bm25_window"),
-        ("unnest(notes.index_terms)", "bm25"),
+        ("setweight(notes.window_terms", "bm25_window"),
+        ("setweight(notes.index_terms", "bm25"),
         ("ILIKE", "verbatim"),
         ("FROM links", "links"),
         ("note_sources", "sources"),
@@ -224,3 +225,41 @@ def db_facts(url: str) -> dict[str, Any]:
         version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
         settings["pgvector"] = version.fetchone()[0]  # type: ignore[index]
     return {"sizes": dict(sizes), "settings": settings}
+
+
+def recheck_short_filtered(samples: list[Any]) -> None:
+    """Run each filtered search that returned fewer than top_k again in process with the
+    ACT-R retrieval threshold off (`activation=False`), and note whether it is full."""
+    from memory.retrieval.routes import SearchFilters
+    from memory.retrieval.service import SearchOptions
+
+    settings = get_settings()
+    for sample in samples:
+        if not sample.kind.startswith("filter") or sample.count >= 10:
+            continue
+        body = sample.body
+        filters = SearchFilters(
+            kinds=tuple(body.get("kinds", ())),
+            domains=tuple(body.get("domains", ())),
+            since=datetime.fromisoformat(body["since"]) if "since" in body else None,
+        )
+        vector = embed_query(sample.text, settings)
+        with session_scope() as session:
+            viewer = agent_viewer(
+                session=session,
+                settings=settings,
+                tenant_id="bench",
+                user_id=sample.user_id,
+                agent_id="main",
+            )
+            hits = search_notes(
+                session=session,
+                viewer=viewer,
+                query=sample.text,
+                vector=vector,
+                top_k=10,
+                settings=settings,
+                filters=filters,
+                options=SearchOptions(activation=False),
+            )
+        sample.full_without_threshold = len(hits) >= 10

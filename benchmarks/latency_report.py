@@ -25,6 +25,9 @@ class Sample:
     server_ms: float = 0.0
     count: int = 0
     timed_out: bool = False
+    # A filtered search short of top_k, run again in process without the ACT-R retrieval
+    # threshold: full means the routes found enough and the threshold held the rest back.
+    full_without_threshold: bool | None = None
 
 
 def _triple(stats: dict[str, float]) -> str:
@@ -39,6 +42,8 @@ def _kind_stats(samples: list[Sample]) -> dict[str, Any]:
         "full_top_k": sum(s.count >= 10 for s in samples),
         "timed_out": sum(s.timed_out for s in samples),
         "mean_results": sum(s.count for s in samples) / max(len(samples), 1),
+        "short": sum(s.full_without_threshold is not None for s in samples),
+        "short_full_without_threshold": sum(bool(s.full_without_threshold) for s in samples),
     }
 
 
@@ -71,6 +76,13 @@ def size_rows(label: str, stats: dict[str, Any], floor: dict[str, Any], large: b
                     st["full_top_k"] == st["n"],
                 )
             )
+            if st["short"]:
+                rows.append(
+                    Row(
+                        f"{label} {kind} short answers full without the retrieval threshold",
+                        f"{st['short_full_without_threshold']}/{st['short']}",
+                    )
+                )
     rows.append(
         Row(
             f"{label} search server took_ms p50/p95",

@@ -44,6 +44,29 @@ def note_sources(
     return out
 
 
+def readable_note_sources(
+    *, session: Session, note_ids: list[uuid.UUID]
+) -> dict[uuid.UUID, list[dict[str, Any]]]:
+    """Provenance of the notes this session can read, oldest first, in one statement: a
+    note the session cannot read (row-level security after `scope_session`) is absent
+    from the result, a readable note without sources maps to []."""
+    rows = session.execute(
+        select(Note.id, Episode.id.label("episode_id"), Episode.occurred_at, Episode.metadata_)
+        .outerjoin(NoteSource, NoteSource.note_id == Note.id)
+        .outerjoin(Episode, Episode.id == NoteSource.episode_id)
+        .where(id_in(Note.id, note_ids))
+        .order_by(Episode.occurred_at, Episode.seq)
+    )
+    out: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    for note_id, episode_id, occurred_at, metadata in rows:
+        found = out.setdefault(note_id, [])
+        if episode_id is not None:
+            found.append(
+                {"episode_id": episode_id, "occurred_at": occurred_at, "metadata": metadata}
+            )
+    return out
+
+
 def note_links(*, session: Session, viewer: Viewer, note_id: uuid.UUID) -> list[dict[str, Any]]:
     """Outgoing and incoming links to notes the viewer may also see."""
     rows = session.execute(

@@ -19,7 +19,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import ColumnElement, Float, cast, func, select, true
+from sqlalchemy import (
+    ColumnElement,
+    Float,
+    cast,
+    func,
+    literal_column,
+    null,
+    select,
+    true,
+    union_all,
+)
 from sqlalchemy.dialects.postgresql import ARRAY, TEXT
 from sqlalchemy.orm import Session
 
@@ -64,23 +74,25 @@ def load_query_terms(session: Session, viewer: Viewer, terms: list[str]) -> Quer
     )
     if not result.terms:
         return result
-    scope = (LexiconTerm.tenant_id == viewer.tenant_id, LexiconTerm.user_id == viewer.user_id)
-    df: dict[tuple[str, str], int] = {
-        (row.field, row.term): row.doc_count
-        for row in session.execute(
-            select(LexiconTerm.field, LexiconTerm.term, LexiconTerm.doc_count).where(
-                *scope, LexiconTerm.term.in_(result.terms)
-            )
-        )
-    }
-    totals = {
-        row.field: row
-        for row in session.execute(
-            select(LexiconTotal).where(
-                LexiconTotal.tenant_id == viewer.tenant_id, LexiconTotal.user_id == viewer.user_id
-            )
-        ).scalars()
-    }
+    # The user's document frequencies of the terms and the per-field totals, in one
+    # round trip (a total's row has no term).
+    frequencies = select(
+        LexiconTerm.field, LexiconTerm.term, LexiconTerm.doc_count, null().label("term_total")
+    ).where(
+        LexiconTerm.tenant_id == viewer.tenant_id,
+        LexiconTerm.user_id == viewer.user_id,
+        LexiconTerm.term.in_(result.terms),
+    )
+    field_totals = select(
+        LexiconTotal.field, null(), LexiconTotal.doc_count, LexiconTotal.term_total
+    ).where(LexiconTotal.tenant_id == viewer.tenant_id, LexiconTotal.user_id == viewer.user_id)
+    df: dict[tuple[str, str], int] = {}
+    totals: dict[str, Any] = {}
+    for row in session.execute(union_all(frequencies, field_totals)):
+        if row.term is None:
+            totals[row.field] = row
+        else:
+            df[(row.field, row.term)] = row.doc_count
     for name in ("own", "window"):
         total = totals.get(name)
         n_docs = max(total.doc_count, 0) if total else 0
@@ -151,8 +163,14 @@ def bm25_route(
         return {}
     vector_col = Note.window_terms if window else Note.index_terms
     length_col = Note.window_term_count if window else Note.term_count
-    lexemes = func.unnest(vector_col).table_valued("lexeme", "positions", "weights").alias("u")
     terms = list(idf)
+    # Only the query's lexemes are unnested: marked with weight A, then kept by weight
+    # (a window holds ~28 lexemes, a query matches one or two of them).
+    query_only = func.ts_filter(
+        func.setweight(vector_col, literal_column("'A'"), cast(terms, ARRAY(TEXT))),
+        literal_column("'{a}'"),
+    )
+    lexemes = func.unnest(query_only).table_valued("lexeme", "positions", "weights").alias("u")
     weights = (
         func.unnest(cast(terms, ARRAY(TEXT)), cast([idf[t] for t in terms], ARRAY(Float)))
         .table_valued("term", "idf")

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from memory.access.policy import Viewer
 from memory.activation.model import ActivationBreakdown, make_noise_rng, score_activation
 from memory.config import Settings
-from memory.notes.models import Note
+from memory.notes.models import Note, NoteVector
 from memory.notes.vectors import binary_vector, parse_vector
 from memory.retrieval import routes as r
 from memory.retrieval.candidates import (  # noqa: F401 - the read path's public names
@@ -161,7 +161,7 @@ def search_notes(
     best = sorted(relevance, key=promise, reverse=True)[:SCORED_CANDIDATES]
     notes = _load_notes(session, best)
     hits = _score(notes, relevance, found, links, query, now, settings, options)
-    return _select(session, hits, top_k, options)
+    return _select(session, viewer, hits, top_k, options)
 
 
 def _allows(options: SearchOptions, step: str) -> bool:
@@ -242,17 +242,24 @@ def _score(
     return hits
 
 
-def _pool_vectors(session: Session, note_ids: list[uuid.UUID]) -> dict[uuid.UUID, np.ndarray]:
+def _pool_vectors(
+    session: Session, viewer: Viewer, note_ids: list[uuid.UUID]
+) -> dict[uuid.UUID, np.ndarray]:
+    """The MMR pool's vectors, read from the viewer's partition of note_vectors, where they
+    are stored inline (every hit is searchable, so mirrored there); in notes they are
+    TOASTed, two more page reads per vector. A note without a vector has none here."""
     rows = session.execute(
-        select(Note.id, binary_vector(Note.embedding, "embedding")).where(
-            id_in(Note.id, note_ids), Note.embedding.is_not(None)
+        select(NoteVector.note_id, binary_vector(NoteVector.embedding, "embedding")).where(
+            NoteVector.tenant_id == viewer.tenant_id,
+            NoteVector.user_id == viewer.user_id,
+            id_in(NoteVector.note_id, note_ids),
         )
     )
-    return {row.id: parse_vector(row.embedding) for row in rows}  # type: ignore[misc]
+    return {row.note_id: parse_vector(row.embedding) for row in rows}  # type: ignore[misc]
 
 
 def _select(
-    session: Session, hits: list[SearchHit], top_k: int, options: SearchOptions
+    session: Session, viewer: Viewer, hits: list[SearchHit], top_k: int, options: SearchOptions
 ) -> list[SearchHit]:
     if not options.mmr or len(hits) <= top_k:
         return hits[:top_k]
@@ -264,7 +271,7 @@ def _select(
     order = mmr(
         [h.note.id for h in pool],
         {h.note.id: (h.score - bottom) / span for h in pool},
-        _pool_vectors(session, [h.note.id for h in pool]),
+        _pool_vectors(session, viewer, [h.note.id for h in pool]),
         lam=MMR_LAMBDA,
         k=top_k,
     )

@@ -297,3 +297,25 @@ def test_window_bm25_scores_other_routes_candidates_when_its_terms_are_too_commo
     assert capped["bm25_window"] and set(capped["bm25_window"]) <= set(capped["bm25"]), capped
     for note_id, score in capped["bm25_window"].items():
         assert score == pytest.approx(bounded["bm25_window"][note_id])
+
+
+def test_mmr_pool_vectors_are_the_notes_vectors_of_the_viewer_only(memory_user: tuple) -> None:
+    """The MMR pool reads vectors from the viewer's partition of note_vectors (inline):
+    they equal the notes' own embeddings, and another user's note ids get none."""
+    import numpy as np
+    from sqlalchemy import select
+
+    from memory.access.policy import Viewer
+    from memory.retrieval.service import _pool_vectors
+
+    user, _, tenant = memory_user
+    with session_scope() as session:
+        rows = session.execute(
+            select(Note.id, Note.embedding).where(Note.user_id == user, Note.status == "active")
+        ).all()
+        ids = [row.id for row in rows]
+        mine = _pool_vectors(session, Viewer(tenant, user, "helper"), ids)
+        theirs = _pool_vectors(session, Viewer(tenant, "someone-else", "helper"), ids)
+    assert set(mine) == set(ids) and theirs == {}
+    for row in rows:
+        assert np.allclose(mine[row.id], np.asarray(row.embedding, dtype=np.float32), atol=1e-6)

@@ -229,8 +229,9 @@ def test_resolve_viewer_binds_the_request_transaction(world: World) -> None:
             SearchHit(note=session.get(Note, i), score=1.0, relevance=1.0, activation=None)
             for i in (world.notes["b"][0], world.notes["x"][0], world.notes["a"][1])
         ]
-        kept = _rls_checked(session, viewer, hits)
+        kept, sources = _rls_checked(session, viewer, hits)
         assert [h.note.id for h in kept] == [world.notes["a"][1]]
+        assert set(sources) == {world.notes["a"][1]}
 
 
 @pytest.fixture()

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, BackgroundTasks
 from pydantic import Field
-from sqlalchemy import select, text
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from memory.access.policy import Viewer
@@ -24,13 +24,12 @@ from memory.api.schemas import Identifier, Kind, Strict
 from memory.clients.embedder import embed_query
 from memory.config import get_settings
 from memory.db import scope_session, session_scope
-from memory.notes.models import Note
-from memory.notes.service import note_sources
+from memory.notes.service import readable_note_sources
 from memory.retrieval.budget import Deadline
 from memory.retrieval.context import build_context
 from memory.retrieval.routes import SearchFilters
 from memory.retrieval.service import SearchHit, SearchOptions, search_notes
-from memory.types import id_in, utcnow
+from memory.types import utcnow
 
 router = APIRouter(tags=["read"])
 log = logging.getLogger(__name__)
@@ -127,15 +126,17 @@ def _search(
             filters=filters,
             options=SearchOptions(deadline=deadline),
         )
-        hits = _rls_checked(session, viewer, hits)
-        sources = note_sources(session=session, note_ids=[h.note.id for h in hits])
+        hits, sources = _rls_checked(session, viewer, hits)
         results = [_result(h, sources[h.note.id]) for h in hits]
     return hits, results
 
 
-def _rls_checked(session: Session, viewer: Viewer, hits: list[SearchHit]) -> list[SearchHit]:
+def _rls_checked(
+    session: Session, viewer: Viewer, hits: list[SearchHit]
+) -> tuple[list[SearchHit], dict[uuid.UUID, list[dict[str, Any]]]]:
     """Bind the transaction to the viewer's tenant and user, then keep only the hits that
-    PostgreSQL's row-level security still returns: nothing ranked for another user leaves.
+    PostgreSQL's row-level security still returns, with their sources (one statement):
+    nothing ranked for another user leaves.
 
     Why ranking is not scoped itself: a policy is a security barrier, and PostgreSQL never
     evaluates a non-leakproof operator (`@@`, ILIKE) as an index condition beneath one,
@@ -144,15 +145,15 @@ def _rls_checked(session: Session, viewer: Viewer, hits: list[SearchHit]) -> lis
     """
     scope_session(session, tenant_id=viewer.tenant_id, user_id=viewer.user_id)
     ids = [hit.note.id for hit in hits]
-    allowed = set(session.scalars(select(Note.id).where(id_in(Note.id, ids)))) if ids else set()
-    if len(allowed) < len(ids):
+    sources = readable_note_sources(session=session, note_ids=ids) if ids else {}
+    if len(sources) < len(ids):
         log.error(
             "row-level security refused %d search hits for tenant %s user %s",
-            len(ids) - len(allowed),
+            len(ids) - len(sources),
             viewer.tenant_id,
             viewer.user_id,
         )
-    return [hit for hit in hits if hit.note.id in allowed]
+    return [hit for hit in hits if hit.note.id in sources], sources
 
 
 def _record(background: BackgroundTasks, note_ids: list[uuid.UUID]) -> None:
