@@ -83,7 +83,7 @@ def _one_search(user_id: str, query: str, sink: dict[str, float]) -> int:
     started = time.perf_counter()
     vector = embed_query(query, settings)
     sink["embed"] = (time.perf_counter() - started) * 1000
-    with session_scope() as session:
+    with session_scope(custom_plans=True) as session:
         viewer = agent_viewer(
             session=session, settings=settings, tenant_id="bench", user_id=user_id, agent_id="main"
         )
@@ -146,7 +146,7 @@ def _label(statement: str) -> str:
 def explain_search(user_id: str, query: str) -> dict[str, str]:
     """EXPLAIN (ANALYZE, BUFFERS) of every statement one search sends, by route."""
     captured: list[tuple[str, Any]] = []
-    engine = get_engine()
+    engine = get_engine(custom_plans=True)
 
     def capture(conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
         captured.append((statement, params))
@@ -157,7 +157,7 @@ def explain_search(user_id: str, query: str) -> dict[str, str]:
     finally:
         event.remove(engine, "before_cursor_execute", capture)
     plans: dict[str, str] = {}
-    with session_scope() as session:
+    with session_scope(custom_plans=True) as session:
         raw = session.connection().connection.dbapi_connection
         assert raw is not None
         with raw.cursor() as cursor:
@@ -244,7 +244,7 @@ def recheck_short_filtered(samples: list[Any]) -> None:
             since=datetime.fromisoformat(body["since"]) if "since" in body else None,
         )
         vector = embed_query(sample.text, settings)
-        with session_scope() as session:
+        with session_scope(custom_plans=True) as session:
             viewer = agent_viewer(
                 session=session,
                 settings=settings,

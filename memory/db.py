@@ -47,13 +47,15 @@ def resolve_database_url(settings: Settings | None = None) -> str:
     return sqlalchemy_url(attach_postgres(settings.home))
 
 
-_ENGINES: dict[str, Engine] = {}
-_SESSIONMAKERS: dict[tuple[str, bool], sessionmaker[Session]] = {}
+_ENGINES: dict[tuple[str, bool], Engine] = {}
+_SESSIONMAKERS: dict[tuple[str, bool, bool], sessionmaker[Session]] = {}
 
 
-def _engine_for(url: str) -> Engine:
-    if url in _ENGINES:
-        return _ENGINES[url]
+def _engine_for(url: str, *, custom_plans: bool = False) -> Engine:
+    """One pooled engine per URL, and a second one for reads planned per execution."""
+    key = (url, custom_plans)
+    if key in _ENGINES:
+        return _ENGINES[key]
     engine = create_engine(
         url,
         pool_pre_ping=True,
@@ -70,19 +72,21 @@ def _engine_for(url: str) -> Engine:
         with dbapi_connection.cursor() as cursor:
             cursor.execute("SET hnsw.iterative_scan = relaxed_order")
             cursor.execute(f"SET hnsw.ef_search = {int(ef_search)}")
-            # psycopg prepares a statement after its 5th run on a connection; PostgreSQL
-            # may then switch to a generic plan, blind to the user, the terms and the
-            # vector. The read path's plans depend on those values (measured: search
-            # p50 58 -> 115 ms over HTTP at 100k notes once the statements were prepared).
-            cursor.execute("SET plan_cache_mode = force_custom_plan")
+            if custom_plans:
+                # psycopg prepares a statement after its 5th run on a connection, and
+                # PostgreSQL may then switch to a generic plan, blind to the user, the
+                # terms and the vector the read path's plans depend on (search p50 58 ->
+                # 115 ms over HTTP at 100k notes). Other work keeps generic plans: a
+                # simple statement re-planned each time cost 0.134 ms against 0.052.
+                cursor.execute("SET plan_cache_mode = force_custom_plan")
         dbapi_connection.commit()
 
-    _ENGINES[url] = engine
+    _ENGINES[key] = engine
     return engine
 
 
-def get_engine(settings: Settings | None = None) -> Engine:
-    return _engine_for(resolve_database_url(settings))
+def get_engine(settings: Settings | None = None, *, custom_plans: bool = False) -> Engine:
+    return _engine_for(resolve_database_url(settings), custom_plans=custom_plans)
 
 
 def dispose_engines(*, close: bool = False) -> None:
@@ -97,10 +101,12 @@ def dispose_engines(*, close: bool = False) -> None:
     _SESSIONMAKERS.clear()
 
 
-def _sessionmaker_for(url: str, *, autocommit: bool = False) -> sessionmaker[Session]:
-    key = (url, autocommit)
+def _sessionmaker_for(
+    url: str, *, autocommit: bool = False, custom_plans: bool = False
+) -> sessionmaker[Session]:
+    key = (url, autocommit, custom_plans)
     if key not in _SESSIONMAKERS:
-        engine = _engine_for(url)
+        engine = _engine_for(url, custom_plans=custom_plans)
         if autocommit:
             engine = engine.execution_options(isolation_level="AUTOCOMMIT")
         _SESSIONMAKERS[key] = sessionmaker(bind=engine, expire_on_commit=False)
@@ -109,16 +115,20 @@ def _sessionmaker_for(url: str, *, autocommit: bool = False) -> sessionmaker[Ses
 
 @contextmanager
 def session_scope(
-    settings: Settings | None = None, *, autocommit: bool = False
+    settings: Settings | None = None, *, autocommit: bool = False, custom_plans: bool = False
 ) -> Iterator[Session]:
     """One transaction: commit on success, roll back on any error.
 
     With `autocommit`, each statement commits on its own instead: only for a unit of work
     that is one writing statement (a capture's INSERT), where it saves the BEGIN and
     COMMIT round trips that every capture's acknowledgement otherwise waits for.
+    With `custom_plans`, the connection (from a pool of its own) plans every execution for
+    its parameter values: for the read path, whose best plan depends on them.
     Connection failures surface as TransientError so callers (tasks) can retry them.
     """
-    factory = _sessionmaker_for(resolve_database_url(settings), autocommit=autocommit)
+    factory = _sessionmaker_for(
+        resolve_database_url(settings), autocommit=autocommit, custom_plans=custom_plans
+    )
     session = factory()
     try:
         yield session

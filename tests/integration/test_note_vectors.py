@@ -24,6 +24,7 @@ from memory.notes.models import Note
 from memory.notes.similar import similar_notes
 from memory.retrieval import routes as r
 from memory.types import utcnow
+from tests.support.helpers import new_note
 
 pytestmark = pytest.mark.integration
 
@@ -41,17 +42,7 @@ def _vector(rng: np.random.Generator) -> list[float]:
 
 
 def _note(tenant: str, user: str, vector: list[float] | None, **extra: Any) -> Note:
-    note_id = uuid.uuid4()
-    fields: dict[str, Any] = {"agent_id": "main", "visibility": "open", "status": "active"}
-    return Note(
-        id=note_id,
-        lineage_id=note_id,
-        tenant_id=tenant,
-        user_id=user,
-        content=f"note {note_id}",
-        embedding=vector,
-        **{**fields, **extra},
-    )
+    return new_note(tenant, user, f"note {uuid.uuid4()}", embedding=vector, **extra)
 
 
 def _mirror(note_id: uuid.UUID) -> Any:

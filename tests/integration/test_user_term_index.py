@@ -18,22 +18,13 @@ from memory.notes.models import Note
 from memory.retrieval import bm25 as b
 from memory.retrieval import routes as r
 from memory.retrieval.text import analyse
+from tests.support.helpers import new_note
 
 pytestmark = pytest.mark.integration
 
 
 def _note(tenant: str, user: str, content: str, window: str) -> Note:
-    note_id = uuid.uuid4()
-    note = Note(
-        id=note_id,
-        lineage_id=note_id,
-        tenant_id=tenant,
-        user_id=user,
-        agent_id="main",
-        visibility="open",
-        status="active",
-        content=content,
-    )
+    note = new_note(tenant, user, content)
     apply_terms(note, {"own": analyse(content), "window": analyse(window)})
     return note
 

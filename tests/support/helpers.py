@@ -10,10 +10,25 @@ from sqlalchemy import func, select
 
 from memory.db import session_scope
 from memory.episodes.models import Episode
+from memory.notes.models import Note
 
 
 def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
+
+
+def new_note(tenant_id: str, user_id: str, content: str, **fields: object) -> Note:
+    """An active, open note of agent `main` (its own lineage), for rows written directly."""
+    note_id = uuid.uuid4()
+    defaults: dict[str, object] = {"agent_id": "main", "visibility": "open", "status": "active"}
+    return Note(
+        id=note_id,
+        lineage_id=note_id,
+        tenant_id=tenant_id,
+        user_id=user_id,
+        content=content,
+        **{**defaults, **fields},
+    )
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 60, interval: float = 0.1) -> None:

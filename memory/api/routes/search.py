@@ -104,7 +104,7 @@ def _search(
             tuple(body.kinds), tuple(body.domains), body.since, body.until, body.include_archived
         )
     vector = embed_query(query, settings)
-    with session_scope() as session:
+    with session_scope(custom_plans=True) as session:
         if timeout_ms is not None:
             session.execute(text(f"SET LOCAL statement_timeout = {int(timeout_ms)}"))
         # Ranked as the owner: under row-level security PostgreSQL cannot use the GIN and
