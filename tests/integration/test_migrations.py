@@ -83,8 +83,9 @@ def test_upgrade_downgrade_upgrade(scratch_database: str) -> None:
     assert "ix_notes_index_terms" not in indexes
     assert "ix_notes_window_terms" not in indexes
     for column in ("index_terms", "window_terms"):
-        assert f"note_user_lexemes(tenant_id, user_id, {column})" in (
-            indexes[f"ix_notes_user_{column}"]
+        assert (
+            f"note_user_lexemes(tenant_id, user_id, {column})"
+            in (indexes[f"ix_notes_user_{column}"])
         )
     assert "gin_trgm_ops" in indexes["ix_notes_content_trgm"]
     # Window vectors are scored per candidate, never searched through a graph (0003).
