@@ -34,6 +34,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, TEXT
 from sqlalchemy.orm import Session
 
 from memory.access.policy import Viewer
+from memory.db import read_rows
 from memory.notes.lexicon import user_terms_match
 from memory.notes.models import LexiconTerm, LexiconTotal, Note
 from memory.types import id_in
@@ -88,7 +89,7 @@ def load_query_terms(session: Session, viewer: Viewer, terms: list[str]) -> Quer
     ).where(LexiconTotal.tenant_id == viewer.tenant_id, LexiconTotal.user_id == viewer.user_id)
     df: dict[tuple[str, str], int] = {}
     totals: dict[str, Any] = {}
-    for row in session.execute(union_all(frequencies, field_totals)):
+    for row in read_rows(session, union_all(frequencies, field_totals)):
         if row.term is None:
             totals[row.field] = row
         else:
@@ -196,4 +197,4 @@ def bm25_route(
         .order_by(per_note.c.score.desc())
         .limit(limit)
     )
-    return {row.id: float(row.score) for row in session.execute(statement)}
+    return {row.id: float(row.score) for row in read_rows(session, statement)}

@@ -26,6 +26,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session, aliased
 
 from memory.access.policy import Viewer, visible_clause
+from memory.db import read_rows
 from memory.links.models import Link
 from memory.notes.models import Note, NoteVector
 from memory.types import id_in, utcnow
@@ -107,21 +108,23 @@ def dense_route(
         .limit(limit * DENSE_POOL_FACTOR)
         .subquery("nearest")
     )
-    rows = session.execute(
+    rows = read_rows(
+        session,
         select(Note.id, nearest.c.d)
         .join(Note, Note.id == nearest.c.note_id)
         .where(where if within_user is None else within_user)
         .order_by(nearest.c.d)
-        .limit(limit)
+        .limit(limit),
     ).all()
     if len(rows) < limit:
-        rows = session.execute(
+        rows = read_rows(
+            session,
             select(Note.id, distance.label("d"))
             .select_from(NoteVector)
             .join(Note, Note.id == NoteVector.note_id)
             .where(*scope, where)
             .order_by(distance)
-            .limit(limit)
+            .limit(limit),
         ).all()
     return {row.id: 1.0 - float(row.d) for row in rows}
 
@@ -134,10 +137,11 @@ def window_similarity(
     if not note_ids:
         return {}
     similarity = 1.0 - Note.window_embedding.cosine_distance(vector)
-    rows = session.execute(
+    rows = read_rows(
+        session,
         select(Note.id, similarity.label("s")).where(
             id_in(Note.id, note_ids), Note.window_embedding.is_not(None)
-        )
+        ),
     )
     return {row.id: float(row.s) for row in rows}
 
@@ -152,8 +156,9 @@ def verbatim_route(
     likes = [Note.content.ilike("%" + _escape_like(t) + "%", escape="\\") for t in usable]
     hits = [case((like, 1.0), else_=0.0) for like in likes]
     matched = sum(hits[1:], hits[0]).label("matched")
-    rows = session.execute(
-        select(Note.id, matched).where(where, or_(*likes)).order_by(matched.desc()).limit(limit)
+    rows = read_rows(
+        session,
+        select(Note.id, matched).where(where, or_(*likes)).order_by(matched.desc()).limit(limit),
     )
     return {row.id: float(row.matched) for row in rows}
 
@@ -168,7 +173,8 @@ def linked_route(
     """One hop from strong candidates: {target: (seed relevance * link weight, seed)}."""
     if not seeds:
         return {}
-    rows = session.execute(
+    rows = read_rows(
+        session,
         select(Link.source_id, Link.target_id, Link.weight)
         .join(Note, Note.id == Link.target_id)
         .where(
@@ -176,7 +182,7 @@ def linked_route(
             Link.kind.in_(("related", "consolidates", "derived_from")),
             where,
         )
-        .limit(limit * 4)
+        .limit(limit * 4),
     )
     spread: dict[uuid.UUID, tuple[float, uuid.UUID]] = {}
     for source_id, target_id, weight in rows:
@@ -219,6 +225,6 @@ def adjacent_turns(
         select(seeds.c.id, after.c.nid).select_from(seeds.join(after, true())),
     )
     adjacent: dict[uuid.UUID, list[uuid.UUID]] = {}
-    for seed_id, neighbour_id in session.execute(statement):
+    for seed_id, neighbour_id in read_rows(session, statement):
         adjacent.setdefault(seed_id, []).append(neighbour_id)
     return adjacent

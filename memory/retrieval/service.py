@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from memory.access.policy import Viewer
 from memory.activation.model import ActivationBreakdown, make_noise_rng, score_activation
 from memory.config import Settings
+from memory.db import read_rows
 from memory.notes.models import Note, NoteVector
 from memory.notes.vectors import binary_vector, parse_vector
 from memory.retrieval import routes as r
@@ -106,7 +107,7 @@ def _ranks(scores: dict[uuid.UUID, float]) -> dict[uuid.UUID, int]:
 def _load_notes(session: Session, note_ids: list[uuid.UUID]) -> dict[uuid.UUID, ScoredNote]:
     if not note_ids:
         return {}
-    rows = session.execute(select(*CANDIDATE_COLUMNS).where(id_in(Note.id, note_ids)))
+    rows = read_rows(session, select(*CANDIDATE_COLUMNS).where(id_in(Note.id, note_ids)))
     return {row.id: row for row in rows}  # type: ignore[misc]
 
 
@@ -248,12 +249,13 @@ def _pool_vectors(
     """The MMR pool's vectors, read from the viewer's partition of note_vectors, where they
     are stored inline (every hit is searchable, so mirrored there); in notes they are
     TOASTed, two more page reads per vector. A note without a vector has none here."""
-    rows = session.execute(
+    rows = read_rows(
+        session,
         select(NoteVector.note_id, binary_vector(NoteVector.embedding, "embedding")).where(
             NoteVector.tenant_id == viewer.tenant_id,
             NoteVector.user_id == viewer.user_id,
             id_in(NoteVector.note_id, note_ids),
-        )
+        ),
     )
     return {row.note_id: parse_vector(row.embedding) for row in rows}  # type: ignore[misc]
 
