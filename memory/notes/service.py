@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import or_, select
@@ -36,12 +37,7 @@ def note_sources(
         .where(id_in(NoteSource.note_id, note_ids))
         .order_by(Episode.occurred_at, Episode.seq)
     )
-    out: dict[uuid.UUID, list[dict[str, Any]]] = {i: [] for i in note_ids}
-    for note_id, episode_id, occurred_at, metadata in rows:
-        out[note_id].append(
-            {"episode_id": episode_id, "occurred_at": occurred_at, "metadata": metadata}
-        )
-    return out
+    return _sources_by_note(rows, {i: [] for i in note_ids})
 
 
 def readable_note_sources(
@@ -57,7 +53,14 @@ def readable_note_sources(
         .where(id_in(Note.id, note_ids))
         .order_by(Episode.occurred_at, Episode.seq)
     )
-    out: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    return _sources_by_note(rows, {})
+
+
+def _sources_by_note(
+    rows: Iterable[Any], out: dict[uuid.UUID, list[dict[str, Any]]]
+) -> dict[uuid.UUID, list[dict[str, Any]]]:
+    """(note id, episode id, occurred_at, metadata) rows grouped per note into `out`; a
+    row without an episode (outer join) only marks its note as present."""
     for note_id, episode_id, occurred_at, metadata in rows:
         found = out.setdefault(note_id, [])
         if episode_id is not None:
