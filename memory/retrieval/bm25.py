@@ -103,15 +103,20 @@ def load_query_terms(session: Session, viewer: Viewer, terms: list[str]) -> Quer
             t: math.log(1.0 + (n_docs - c + 0.5) / (c + 0.5)) for t, c in counts.items() if c > 0
         }
         result.match[name] = _selecting_terms(counts, n_docs)
-        result.rarest[name] = [t for c, t in sorted((c, t) for t, c in counts.items() if c > 0)]
+        result.rarest[name] = [t for _, t in _present(counts)]
         result.bounded[name] = sum(counts[t] for t in result.match[name]) <= MATCH_MAX_NOTES
     return result
+
+
+def _present(counts: dict[str, int]) -> list[tuple[int, str]]:
+    """(document frequency, term) of the terms the user's notes hold, rarest first."""
+    return sorted((c, t) for t, c in counts.items() if c > 0)
 
 
 def _selecting_terms(counts: dict[str, int], n_docs: int) -> list[str]:
     """The query terms whose notes become BM25 candidates: the rarest first, while their
     document frequencies add up to at most MATCH_MAX_NOTES (never fewer than one term)."""
-    present = sorted((c, t) for t, c in counts.items() if c > 0)
+    present = _present(counts)
     cap = max(50, MATCH_MAX_DF_SHARE * n_docs)
     selective = [(c, t) for c, t in present if c <= cap] or present[:MATCH_MIN_TERMS]
     chosen: list[str] = []
@@ -182,7 +187,8 @@ def bm25_route(
     # Scored per note in a LATERAL subquery (a dozen lexemes against a few terms), not by
     # joining every candidate's lexemes to the terms and grouping: the plan then does
     # not depend on the planner's estimate of the candidates (one misestimate turned the
-    # join into a nested loop over 35k lexeme rows per term, 2 -> 11 ms).
+    # join into a nested loop over 35k lexeme rows per term: 11.1 ms in EXPLAIN against
+    # 6.5 ms per note for the same 864 candidates).
     per_note = (
         select(func.sum(weights.c.idf * tf * (BM25_K1 + 1) / (tf + norm)).label("score"))
         .select_from(lexemes)
