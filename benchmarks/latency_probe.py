@@ -138,7 +138,7 @@ def _label(statement: str) -> str:
         ("note_sources", "sources"),
         ("FROM agents", "agent"),
         ("WITH seeds", "adjacent_turns"),
-        ("notes.id IN", "load_notes"),
+        ("notes.id = ANY", "load_notes"),
     )
     return next((label for needle, label in checks if needle in statement), "other")
 

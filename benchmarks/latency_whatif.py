@@ -19,11 +19,12 @@ from sqlalchemy import select, text
 from sqlalchemy.orm import Session, load_only
 
 from benchmarks.common import summarise
-from memory.access.policy import Viewer, agent_viewer
+from memory.access.policy import agent_viewer
 from memory.clients.embedder import embed_query
 from memory.config import get_settings
 from memory.db import session_scope
 from memory.notes.models import Note
+from memory.notes.vectors import vector_text
 from memory.retrieval import bm25 as b
 from memory.retrieval import routes as r
 from memory.retrieval.service import ROUTE_LIMIT, SearchOptions, _load_notes, run_routes
@@ -74,9 +75,13 @@ def _load_variants(session: Session, ids: list[Any], out: dict[str, list[float]]
 
 
 def _bm25_variants(
-    session: Session, user_id: str, where: Any, terms: b.QueryTerms, out: dict[str, list[float]]
+    session: Session,
+    user_id: str,
+    scope: r.ReadScope,
+    terms: b.QueryTerms,
+    out: dict[str, list[float]],
 ) -> None:
-    ms, base = _ms(lambda: b.bm25_route(session, where, terms, limit=ROUTE_LIMIT, window=False))
+    ms, base = _ms(lambda: b.bm25_route(session, scope, terms, limit=ROUTE_LIMIT, window=False))
     out["bm25 (product: rarest terms, up to MATCH_MAX_NOTES notes)"].append(ms)
     selective = list(terms.match.get("own", []))
     for cap in BM25_CAPS:
@@ -95,16 +100,17 @@ def _bm25_variants(
         match["own"] = list(counts) or selective[:2]
         capped = replace(terms, match=match)
         ms, found = _ms(
-            lambda c=capped: b.bm25_route(session, where, c, limit=ROUTE_LIMIT, window=False)
+            lambda c=capped: b.bm25_route(session, scope, c, limit=ROUTE_LIMIT, window=False)
         )
         out[f"bm25 select cap df <= {cap}"].append(ms)
         out[f"bm25 select cap df <= {cap}: overlap of top 100"].append(_overlap(base, found))
 
 
 def _dense_variants(
-    session: Session, viewer: Viewer, where: Any, vector: np.ndarray, out: dict[str, list[float]]
+    session: Session, scope: r.ReadScope, vector: np.ndarray, out: dict[str, list[float]]
 ) -> None:
-    ms, base = _ms(lambda: r.dense_route(session, viewer, where, vector, limit=ROUTE_LIMIT))
+    query_vector = vector_text(vector)
+    ms, base = _ms(lambda: r.dense_route(session, scope, query_vector, limit=ROUTE_LIMIT))
     out["dense (product: HNSW ef_search 40, iterative)"].append(ms)
     for setting, label in (
         ("SET LOCAL hnsw.ef_search = 100", "dense HNSW ef_search 100"),
@@ -112,7 +118,7 @@ def _dense_variants(
     ):
         session.execute(text("SAVEPOINT whatif"))
         session.execute(text(setting))
-        ms, found = _ms(lambda: r.dense_route(session, viewer, where, vector, limit=ROUTE_LIMIT))
+        ms, found = _ms(lambda: r.dense_route(session, scope, query_vector, limit=ROUTE_LIMIT))
         session.execute(text("ROLLBACK TO SAVEPOINT whatif"))
         out[label].append(ms)
         out[f"{label}: overlap of top 100"].append(_overlap(base, found))
@@ -132,12 +138,12 @@ def what_if(user_id: str, queries: list[str]) -> dict[str, dict[str, float]]:
                 user_id=user_id,
                 agent_id="main",
             )
-            where = r.base_conditions(viewer, r.SearchFilters())
-            found = run_routes(session, viewer, query, vector, r.SearchFilters(), SearchOptions())
+            scope = r.ReadScope(viewer)
+            found = run_routes(session, scope, query, vector, SearchOptions())
             ids = list({i for scores in found.values() for i in scores})
             out["candidates loaded"].append(len(ids))
             _load_variants(session, ids, out)
             terms = b.load_query_terms(session, viewer, analyse(query))
-            _bm25_variants(session, user_id, where, terms, out)
-            _dense_variants(session, viewer, where, vector, out)
+            _bm25_variants(session, user_id, scope, terms, out)
+            _dense_variants(session, scope, vector, out)
     return {k: summarise(v) for k, v in out.items()}

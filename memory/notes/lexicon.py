@@ -40,25 +40,29 @@ def tsvector_literal(terms: list[str]) -> str:
 def user_terms_match(
     column: InstrumentedAttribute[Any],
     *,
-    tenant_id: str,
-    user_id: str,
-    terms: list[str],
+    tenant_id: str | ColumnElement[str],
+    user_id: str | ColumnElement[str],
+    terms: list[str] | ColumnElement[str],
     every: bool = False,
 ) -> ColumnElement[bool]:
     """Notes of (tenant_id, user_id) whose tsvector `column` holds one of `terms` (with
-    `every`, all of them).
+    `every`, all of them). Each may instead be an SQL expression (a bound parameter; for
+    terms, one holding their `tsvector_literal`).
 
     Written as the expression of the per-user term indexes (migration 0005), so the GIN
     lookup returns only that user's notes; the caller's user condition still applies (a
     key prefix shared by two users would only add candidates it removes).
     """
+    wanted_terms = tsvector_literal(terms) if isinstance(terms, list) else terms
     wanted = func.note_user_lexemes(
-        literal(tenant_id, String),
-        literal(user_id, String),
-        cast(literal(tsvector_literal(terms), String), TSVECTOR),
+        _as_text(tenant_id), _as_text(user_id), cast(_as_text(wanted_terms), TSVECTOR)
     )
     keys = func.note_user_lexemes(Note.tenant_id, Note.user_id, column)
     return keys.bool_op("@>" if every else "&&")(wanted)
+
+
+def _as_text(value: str | ColumnElement[str]) -> ColumnElement[str]:
+    return literal(value, String) if isinstance(value, str) else value
 
 
 def note_terms(note: Note) -> dict[str, list[str]]:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from functools import cache
 from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import Uuid, any_, bindparam, or_, select
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from memory.access.policy import Viewer, can_see
+from memory.db import CompiledRead
 from memory.episodes.models import Episode
 from memory.errors import NotFoundError
 from memory.links.models import Link
@@ -46,14 +49,18 @@ def readable_note_sources(
     """Provenance of the notes this session can read, oldest first, in one statement: a
     note the session cannot read (row-level security after `scope_session`) is absent
     from the result, a readable note without sources maps to []."""
-    rows = session.execute(
+    return _sources_by_note(_sources_statement().rows(session, {"ids": note_ids}), {})
+
+
+@cache
+def _sources_statement() -> CompiledRead:
+    return CompiledRead(
         select(Note.id, Episode.id.label("episode_id"), Episode.occurred_at, Episode.metadata_)
         .outerjoin(NoteSource, NoteSource.note_id == Note.id)
         .outerjoin(Episode, Episode.id == NoteSource.episode_id)
-        .where(id_in(Note.id, note_ids))
+        .where(Note.id == any_(bindparam("ids", type_=ARRAY(Uuid))))
         .order_by(Episode.occurred_at, Episode.seq)
     )
-    return _sources_by_note(rows, {})
 
 
 def _sources_by_note(

@@ -26,3 +26,9 @@ def parse_vector(raw: bytes | None) -> np.ndarray | None:
         return None
     dimension = int.from_bytes(raw[:2], "big")
     return np.frombuffer(raw, dtype=">f4", count=dimension, offset=4).astype(np.float32)
+
+
+def vector_text(vector: np.ndarray) -> str:
+    """pgvector's text form of `vector`, as SQLAlchemy's Vector type would bind it
+    (`str` of each float): computed once for a search's several statements."""
+    return "[" + ",".join(map(str, np.asarray(vector, dtype=np.float32).tolist())) + "]"

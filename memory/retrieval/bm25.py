@@ -17,12 +17,17 @@ import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache, lru_cache, partial
 from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
     Float,
-    cast,
+    Integer,
+    String,
+    Uuid,
+    any_,
+    bindparam,
     func,
     literal_column,
     null,
@@ -34,10 +39,10 @@ from sqlalchemy.dialects.postgresql import ARRAY, TEXT
 from sqlalchemy.orm import Session
 
 from memory.access.policy import Viewer
-from memory.db import read_rows
-from memory.notes.lexicon import user_terms_match
+from memory.db import CompiledRead
+from memory.notes.lexicon import tsvector_literal, user_terms_match
 from memory.notes.models import LexiconTerm, LexiconTotal, Note
-from memory.types import id_in
+from memory.retrieval.scope import ReadScope, ScopeShape, scope_conditions
 
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -63,33 +68,17 @@ class QueryTerms:
     bounded: dict[str, bool] = field(default_factory=dict)
     # The terms the user's notes hold, rarest first.
     rarest: dict[str, list[str]] = field(default_factory=dict)
-    # Whose statistics these are: the term index is looked up under this user's keys.
-    tenant_id: str = ""
-    user_id: str = ""
 
 
 def load_query_terms(session: Session, viewer: Viewer, terms: list[str]) -> QueryTerms:
     """idf per field from the user's document frequencies, and which terms may select."""
-    result = QueryTerms(
-        terms=list(dict.fromkeys(terms)), tenant_id=viewer.tenant_id, user_id=viewer.user_id
-    )
+    result = QueryTerms(terms=list(dict.fromkeys(terms)))
     if not result.terms:
         return result
-    # The user's document frequencies of the terms and the per-field totals, in one
-    # round trip (a total's row has no term).
-    frequencies = select(
-        LexiconTerm.field, LexiconTerm.term, LexiconTerm.doc_count, null().label("term_total")
-    ).where(
-        LexiconTerm.tenant_id == viewer.tenant_id,
-        LexiconTerm.user_id == viewer.user_id,
-        LexiconTerm.term.in_(result.terms),
-    )
-    field_totals = select(
-        LexiconTotal.field, null(), LexiconTotal.doc_count, LexiconTotal.term_total
-    ).where(LexiconTotal.tenant_id == viewer.tenant_id, LexiconTotal.user_id == viewer.user_id)
     df: dict[tuple[str, str], int] = {}
     totals: dict[str, Any] = {}
-    for row in read_rows(session, union_all(frequencies, field_totals)):
+    params = {"tenant_id": viewer.tenant_id, "user_id": viewer.user_id, "terms": result.terms}
+    for row in _statistics_statement().rows(session, params):
         if row.term is None:
             totals[row.field] = row
         else:
@@ -106,6 +95,25 @@ def load_query_terms(session: Session, viewer: Viewer, terms: list[str]) -> Quer
         result.rarest[name] = [t for _, t in _present(counts)]
         result.bounded[name] = sum(counts[t] for t in result.match[name]) <= MATCH_MAX_NOTES
     return result
+
+
+@cache
+def _statistics_statement() -> CompiledRead:
+    """The user's document frequencies of the terms and the per-field totals, in one
+    round trip (a total's row has no term)."""
+    tenant_id = bindparam("tenant_id", type_=String)
+    user_id = bindparam("user_id", type_=String)
+    frequencies = select(
+        LexiconTerm.field, LexiconTerm.term, LexiconTerm.doc_count, null().label("term_total")
+    ).where(
+        LexiconTerm.tenant_id == tenant_id,
+        LexiconTerm.user_id == user_id,
+        LexiconTerm.term == any_(bindparam("terms", type_=ARRAY(TEXT))),
+    )
+    field_totals = select(
+        LexiconTotal.field, null(), LexiconTotal.doc_count, LexiconTotal.term_total
+    ).where(LexiconTotal.tenant_id == tenant_id, LexiconTotal.user_id == user_id)
+    return CompiledRead(union_all(frequencies, field_totals))
 
 
 def _present(counts: dict[str, int]) -> list[tuple[int, str]]:
@@ -129,30 +137,46 @@ def _selecting_terms(counts: dict[str, int], n_docs: int) -> list[str]:
     return chosen
 
 
-def _candidates(
-    vector_col: Any, query: QueryTerms, name: str, among: Sequence[uuid.UUID] | None
-) -> ColumnElement[bool]:
-    """The notes a BM25 route scores: the given ones (primary key; a note without any
-    query term drops out), else the user's notes holding a selecting term (the per-user
-    term index). When even the rarest term is in more than MATCH_MAX_NOTES notes, the
-    notes holding both of the two rarest terms (those BM25 ranks first); with a single
-    term, MATCH_MAX_NOTES of its notes. Scoring costs ~6 us per note: a term in 3,600 of
-    a user's notes made the route take 24 ms."""
+def _candidate_mode(query: QueryTerms, name: str, among: Sequence[uuid.UUID] | None) -> str:
+    """Which notes a BM25 route scores: the given ones ("among": primary key; a note
+    without any query term drops out), else the user's notes holding a selecting term
+    ("match", the per-user term index). When even the rarest term is in more than
+    MATCH_MAX_NOTES notes, the notes holding both of the two rarest terms ("every":
+    those BM25 ranks first); with a single term, MATCH_MAX_NOTES of its notes ("some").
+    Scoring costs ~6 us per note: a term in 3,600 of a user's notes made the route take
+    24 ms."""
     if among is not None:
-        return id_in(Note.id, among)
-    keys = {"tenant_id": query.tenant_id, "user_id": query.user_id}
+        return "among"
     if query.bounded.get(name, True):
-        return user_terms_match(vector_col, terms=query.match[name], **keys)
-    rarest = query.rarest[name][:2]
-    if len(rarest) == 2:
-        return user_terms_match(vector_col, terms=rarest, every=True, **keys)
-    some = select(Note.id).where(user_terms_match(vector_col, terms=rarest, **keys))
-    return Note.id.in_(some.limit(MATCH_MAX_NOTES).scalar_subquery())
+        return "match"
+    return "every" if len(query.rarest[name]) >= 2 else "some"
+
+
+def _candidates(vector_col: Any, mode: str) -> ColumnElement[bool]:
+    if mode == "among":
+        return Note.id == any_(bindparam("among", type_=ARRAY(Uuid)))
+    match = partial(
+        user_terms_match,
+        vector_col,
+        tenant_id=bindparam("viewer_tenant_id", type_=String),
+        user_id=bindparam("viewer_user_id", type_=String),
+        terms=bindparam("match_terms", type_=String),
+    )
+    if mode != "some":
+        return match(every=mode == "every")
+    some = select(Note.id).where(match()).limit(bindparam("match_limit", type_=Integer))
+    return Note.id.in_(some.scalar_subquery())
+
+
+def _match_terms(query: QueryTerms, name: str, mode: str) -> list[str]:
+    if mode == "match":
+        return query.match[name]
+    return query.rarest[name][: 2 if mode == "every" else 1]
 
 
 def bm25_route(
     session: Session,
-    where: ColumnElement[bool],
+    scope: ReadScope,
     query: QueryTerms,
     *,
     limit: int,
@@ -164,26 +188,42 @@ def bm25_route(
     """
     name = "window" if window else "own"
     idf = query.idf.get(name, {})
-    match = query.match.get(name, [])
-    if not idf or not match or (among is not None and not among):
+    if not idf or not query.match.get(name) or (among is not None and not among):
         return {}
+    mode = _candidate_mode(query, name, among)
+    terms = list(idf)
+    params = {
+        **scope.params,
+        "terms": terms,
+        "idfs": [idf[t] for t in terms],
+        "avg_len": query.avg_len[name],
+        "match_terms": tsvector_literal(_match_terms(query, name, mode)),
+        "among": list(among or []),
+        "match_limit": MATCH_MAX_NOTES,
+    }
+    rows = _bm25_statement(scope.shape, window, mode, limit).rows(session, params)
+    return {row.id: float(row.score) for row in rows}
+
+
+@lru_cache(maxsize=256)
+def _bm25_statement(shape: ScopeShape, window: bool, mode: str, limit: int) -> CompiledRead:
     vector_col = Note.window_terms if window else Note.index_terms
     length_col = Note.window_term_count if window else Note.term_count
-    terms = list(idf)
+    terms = bindparam("terms", type_=ARRAY(TEXT))
     # Only the query's lexemes are unnested: marked with weight A, then kept by weight
     # (a window holds ~28 lexemes, a query matches one or two of them).
     query_only = func.ts_filter(
-        func.setweight(vector_col, literal_column("'A'"), cast(terms, ARRAY(TEXT))),
-        literal_column("'{a}'"),
+        func.setweight(vector_col, literal_column("'A'"), terms), literal_column("'{a}'")
     )
     lexemes = func.unnest(query_only).table_valued("lexeme", "positions", "weights").alias("u")
     weights = (
-        func.unnest(cast(terms, ARRAY(TEXT)), cast([idf[t] for t in terms], ARRAY(Float)))
+        func.unnest(terms, bindparam("idfs", type_=ARRAY(Float)))
         .table_valued("term", "idf")
         .render_derived(name="q")
     )
     tf = func.coalesce(func.array_length(lexemes.c.positions, 1), 1)
-    norm = BM25_K1 * (1 - BM25_B + BM25_B * length_col / query.avg_len[name])
+    avg_len = bindparam("avg_len", type_=Float)
+    norm = BM25_K1 * (1 - BM25_B + BM25_B * length_col / avg_len)
     # Scored per note in a LATERAL subquery (a dozen lexemes against a few terms), not by
     # joining every candidate's lexemes to the terms and grouping: the plan then does
     # not depend on the planner's estimate of the candidates (one misestimate turned the
@@ -195,12 +235,15 @@ def bm25_route(
         .join(weights, weights.c.term == lexemes.c.lexeme)
         .lateral("s")
     )
-    statement = (
+    return CompiledRead(
         select(Note.id, per_note.c.score)
         .select_from(Note)
         .join(per_note, true())
-        .where(where, _candidates(vector_col, query, name, among), per_note.c.score.is_not(None))
+        .where(
+            scope_conditions(shape, scope_by_index=False),
+            _candidates(vector_col, mode),
+            per_note.c.score.is_not(None),
+        )
         .order_by(per_note.c.score.desc())
         .limit(limit)
     )
-    return {row.id: float(row.score) for row in read_rows(session, statement)}

@@ -1,7 +1,7 @@
 """Candidate routes of the read path and the switches that choose them.
 
 Invariant: every route applies the access rules and the filters in SQL
-(`routes.base_conditions`), so no candidate the viewer may not see is ever produced.
+(`scope.scope_conditions`), so no candidate the viewer may not see is ever produced.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from sqlalchemy.orm import Session
 
-from memory.access.policy import Viewer
+from memory.notes.vectors import vector_text
 from memory.retrieval import bm25 as b
 from memory.retrieval import routes as r
 from memory.retrieval.budget import Deadline
@@ -44,10 +44,9 @@ class SearchOptions:
 
 def run_routes(
     session: Session,
-    viewer: Viewer,
+    scope: r.ReadScope,
     query: str,
     vector: np.ndarray | None,
-    filters: r.SearchFilters,
     options: SearchOptions,
 ) -> dict[str, dict[uuid.UUID, float]]:
     """Each enabled route's candidates; past `options.deadline` only the first one runs.
@@ -55,11 +54,9 @@ def run_routes(
     Strongest routes first (BM25 alone is the best single route on LoCoMo), so a read cut
     short by its budget still has the candidates that matter most.
     """
-    where = r.base_conditions(viewer, filters)
-    # BM25 candidates come from the per-user term keys, the dense route's from the
-    # user's partition of note_vectors: the user's scope index would only add work.
-    within_user = r.base_conditions(viewer, filters, scope_by_index=False)
     terms: b.QueryTerms | None = None
+    # The query vector's text form, once for the dense and the window statements.
+    query_vector = vector_text(vector) if vector is not None else ""
 
     found: dict[str, dict[uuid.UUID, float]] = {}
 
@@ -69,34 +66,24 @@ def run_routes(
     def bm25(window: bool) -> dict[uuid.UUID, float]:
         nonlocal terms
         if terms is None:
-            terms = b.load_query_terms(session, viewer, analyse(query))
+            terms = b.load_query_terms(session, scope.viewer, analyse(query))
         among = None
         if window and not terms.bounded.get("window", True):
             # Even the rarest term is in thousands of windows (a window holds three turns'
             # words): score the other routes' candidates rather than scan all its matches.
             among = found_so_far()
-        return b.bm25_route(
-            session, within_user, terms, limit=ROUTE_LIMIT, window=window, among=among
-        )
+        return b.bm25_route(session, scope, terms, limit=ROUTE_LIMIT, window=window, among=among)
 
     def window_of_candidates() -> dict[uuid.UUID, float]:
         # Scores the notes the other routes found; searching window vectors through their
         # own HNSW graph ranked worse on LoCoMo (R@10 .797 against .804) and cost a graph.
-        return r.window_similarity(session, found_so_far(), vector)  # type: ignore[arg-type]
+        return r.window_similarity(session, found_so_far(), query_vector)
 
     steps = {
         "bm25": lambda: bm25(False),
-        "dense": lambda: r.dense_route(
-            session,
-            viewer,
-            where,
-            vector,  # type: ignore[arg-type]
-            limit=ROUTE_LIMIT,
-            include_archived=filters.include_archived,
-            within_user=within_user,
-        ),
+        "dense": lambda: r.dense_route(session, scope, query_vector, limit=ROUTE_LIMIT),
         "verbatim": lambda: r.verbatim_route(
-            session, where, verbatim_tokens(query), limit=ROUTE_LIMIT
+            session, scope, verbatim_tokens(query), limit=ROUTE_LIMIT
         ),
         "bm25_window": lambda: bm25(True),
         "dense_window": window_of_candidates,

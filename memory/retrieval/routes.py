@@ -4,163 +4,179 @@ Invariants: each route returns {note_id: score} on its own scale (higher is bett
 at most `limit` notes the viewer may see, that are current (valid_to IS NULL), not
 expired, and active (or archived when asked for); no route reads a whole history into
 Python: candidates come from indexes (HNSW on the viewer's partition of note_vectors,
-GIN on tsvector, trigram).
+GIN on tsvector, trigram). Each statement is compiled once per scope shape
+(`memory.retrieval.scope`) and run with the scope's values (`memory.db.CompiledRead`).
 """
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
-from datetime import datetime
+from functools import lru_cache
+from typing import Any
 
-import numpy as np
+from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
+    BindParameter,
     ColumnElement,
+    Integer,
+    String,
+    Uuid,
     and_,
+    any_,
+    bindparam,
     case,
+    cast,
+    literal_column,
     or_,
     select,
     true,
     union_all,
 )
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session, aliased
 
-from memory.access.policy import Viewer, visible_clause
-from memory.db import read_rows
+from memory.db import CompiledRead
 from memory.links.models import Link
-from memory.notes.models import Note, NoteVector
-from memory.types import id_in, utcnow
+from memory.notes.models import EMBEDDING_DIMENSION, Note, NoteVector
+from memory.retrieval.scope import ReadScope, ScopeShape, SearchFilters, scope_conditions
 
-# One alias for every call: aliasing notes builds a proxy of each of its ~50 columns
-# (`adjacent_turns` took 3.6 ms of CPU with an alias per call, 2.3 with this one).
+__all__ = ["ReadScope", "SearchFilters"]
+
+# One alias for every statement: aliasing notes builds a proxy of each of its ~50 columns.
 _NEIGHBOUR = aliased(Note, name="neighbour")
 # The dense route's first look: this many times its limit of the partition's nearest
 # vectors (the access rules drop ~15 % of a typical agent's candidates).
 DENSE_POOL_FACTOR = 2
-
-
-@dataclass(frozen=True)
-class SearchFilters:
-    kinds: tuple[str, ...] = ()
-    domains: tuple[str, ...] = ()
-    since: datetime | None = None
-    until: datetime | None = None
-    include_archived: bool = False
-
-
-def base_conditions(
-    viewer: Viewer,
-    filters: SearchFilters,
-    note: type[Note] = Note,
-    *,
-    scope_by_index: bool = True,
-) -> ColumnElement[bool]:
-    """Access rules and filters; `scope_by_index=False` for routes whose candidates come
-    from a per-user index (see `visible_clause`)."""
-    statuses = ("active", "archived") if filters.include_archived else ("active",)
-    parts: list[ColumnElement[bool]] = [
-        visible_clause(viewer, note, scope_by_index=scope_by_index),
-        note.status.in_(statuses),
-        note.valid_to.is_(None),
-        or_(note.expires_at.is_(None), note.expires_at > utcnow()),
-    ]
-    if filters.kinds:
-        parts.append(note.kind.in_(filters.kinds))
-    if filters.domains:
-        parts.append(note.domain.in_(filters.domains))
-    if filters.since is not None:
-        parts.append(note.occurred_at >= filters.since)
-    if filters.until is not None:
-        parts.append(note.occurred_at <= filters.until)
-    return and_(*parts)
+LINK_KINDS = ("related", "consolidates", "derived_from")
+# Compiled statements per (shape, count, limit): a few dozen in practice.
+SHAPES = lru_cache(maxsize=256)
 
 
 def dense_route(
-    session: Session,
-    viewer: Viewer,
-    where: ColumnElement[bool],
-    vector: np.ndarray,
-    *,
-    limit: int,
-    include_archived: bool = False,
-    within_user: ColumnElement[bool] | None = None,
+    session: Session, scope: ReadScope, vector: str, *, limit: int
 ) -> dict[uuid.UUID, float]:
-    """Nearest notes by cosine, searched in `note_vectors` (the searchable notes' vectors).
+    """Nearest notes by cosine to `vector` (`vector_text`), searched in `note_vectors`
+    (the searchable notes' vectors).
 
-    The viewer's tenant and user as constants on note_vectors prune the search to their
+    The viewer's tenant and user as parameters on note_vectors prune the search to their
     partition (one HNSW graph, or an exact scan of inline vectors for a small user).
     First the partition alone gives its nearest `limit * DENSE_POOL_FACTOR` vectors, and
-    only those are joined to notes for the access rules and filters (`within_user`: the
-    same conditions with the scope in a form the planner does not answer with the user's
-    scope index). Joined in one statement, the planner sorted every vector of a 10k-note
-    user and hash-joined all its notes (13 ms against 0.8 ms for the bare graph). When
-    fewer than `limit` of the pool pass (a selective filter), the one-statement search
-    with iterative index scans runs instead, so a filtered query still fills its limit.
+    only those are joined to notes for the access rules and filters, in a form the
+    planner does not answer with the user's scope index. Joined in one statement, the
+    planner sorted every vector of a 10k-note user and hash-joined all its notes (13 ms
+    against 0.8 ms for the bare graph). When fewer than `limit` of the pool pass (a
+    selective filter), the one-statement search with iterative index scans runs instead,
+    so a filtered query still fills its limit.
     """
-    distance = NoteVector.embedding.cosine_distance(vector)
-    scope = [NoteVector.tenant_id == viewer.tenant_id, NoteVector.user_id == viewer.user_id]
-    if not include_archived:
-        scope.append(NoteVector.active)
-    nearest = (
-        select(NoteVector.note_id, distance.label("d"))
-        .where(*scope)
-        .order_by(distance)
-        .limit(limit * DENSE_POOL_FACTOR)
-        .subquery("nearest")
-    )
-    rows = read_rows(
-        session,
-        select(Note.id, nearest.c.d)
-        .join(Note, Note.id == nearest.c.note_id)
-        .where(where if within_user is None else within_user)
-        .order_by(nearest.c.d)
-        .limit(limit),
-    ).all()
+    params = {**scope.params, "query_vector": vector, "pool_size": limit * DENSE_POOL_FACTOR}
+    rows = _dense_pool_statement(scope.shape, limit).rows(session, params)
     if len(rows) < limit:
-        rows = read_rows(
-            session,
-            select(Note.id, distance.label("d"))
-            .select_from(NoteVector)
-            .join(Note, Note.id == NoteVector.note_id)
-            .where(*scope, where)
-            .order_by(distance)
-            .limit(limit),
-        ).all()
+        rows = _dense_statement(scope.shape, limit).rows(session, params)
     return {row.id: 1.0 - float(row.d) for row in rows}
 
 
+def _vector_scope(shape: ScopeShape) -> list[ColumnElement[bool]]:
+    scope = [
+        NoteVector.tenant_id == bindparam("viewer_tenant_id", type_=String),
+        NoteVector.user_id == bindparam("viewer_user_id", type_=String),
+    ]
+    if not shape.include_archived:
+        scope.append(NoteVector.active)
+    return scope
+
+
+def _query_distance(column: Any) -> ColumnElement[float]:
+    """Cosine distance to the query vector, sent as text (`vector_text`) and cast."""
+    query = cast(bindparam("query_vector", type_=String), Vector(EMBEDDING_DIMENSION))
+    return column.cosine_distance(query)
+
+
+@SHAPES
+def _dense_pool_statement(shape: ScopeShape, limit: int) -> CompiledRead:
+    distance = _query_distance(NoteVector.embedding)
+    nearest = (
+        select(NoteVector.note_id, distance.label("d"))
+        .where(*_vector_scope(shape))
+        .order_by(distance)
+        .limit(bindparam("pool_size", type_=Integer))
+        .subquery("nearest")
+    )
+    return CompiledRead(
+        select(Note.id, nearest.c.d)
+        .join(Note, Note.id == nearest.c.note_id)
+        .where(scope_conditions(shape, scope_by_index=False))
+        .order_by(nearest.c.d)
+        .limit(limit)
+    )
+
+
+@SHAPES
+def _dense_statement(shape: ScopeShape, limit: int) -> CompiledRead:
+    distance = _query_distance(NoteVector.embedding)
+    return CompiledRead(
+        select(Note.id, distance.label("d"))
+        .select_from(NoteVector)
+        .join(Note, Note.id == NoteVector.note_id)
+        .where(*_vector_scope(shape), scope_conditions(shape))
+        .order_by(distance)
+        .limit(limit)
+    )
+
+
 def window_similarity(
-    session: Session, note_ids: list[uuid.UUID], vector: np.ndarray
+    session: Session, note_ids: list[uuid.UUID], vector: str
 ) -> dict[uuid.UUID, float]:
-    """Cosine of the query with the window vectors of `note_ids`, which must come from
-    routes that applied the access rules (this reads those rows only, by primary key)."""
+    """Cosine of the query (`vector_text`) with the window vectors of `note_ids`, which
+    must come from routes that applied the access rules (this reads those rows only, by
+    primary key)."""
     if not note_ids:
         return {}
-    similarity = 1.0 - Note.window_embedding.cosine_distance(vector)
-    rows = read_rows(
-        session,
-        select(Note.id, similarity.label("s")).where(
-            id_in(Note.id, note_ids), Note.window_embedding.is_not(None)
-        ),
-    )
+    rows = _window_statement().rows(session, {"ids": note_ids, "query_vector": vector})
     return {row.id: float(row.s) for row in rows}
 
 
+@SHAPES
+def _window_statement() -> CompiledRead:
+    similarity = 1.0 - _query_distance(Note.window_embedding)
+    return CompiledRead(
+        select(Note.id, similarity.label("s")).where(
+            Note.id == any_(_ids("ids")), Note.window_embedding.is_not(None)
+        )
+    )
+
+
+def _ids(name: str) -> BindParameter[Any]:
+    """A list of note ids as one uuid[] parameter (see `memory.types.id_in`)."""
+    return bindparam(name, type_=ARRAY(Uuid))
+
+
 def verbatim_route(
-    session: Session, where: ColumnElement[bool], tokens: list[str], *, limit: int
+    session: Session, scope: ReadScope, tokens: list[str], *, limit: int
 ) -> dict[uuid.UUID, float]:
     """Notes containing an id-like token verbatim (trigram index); score = tokens matched."""
     usable = [t for t in dict.fromkeys(tokens) if len(t) >= 3][:5]
     if not usable:
         return {}
-    likes = [Note.content.ilike("%" + _escape_like(t) + "%", escape="\\") for t in usable]
+    patterns = {f"pattern_{i}": "%" + _escape_like(t) + "%" for i, t in enumerate(usable)}
+    statement = _verbatim_statement(scope.shape, len(usable), limit)
+    rows = statement.rows(session, {**scope.params, **patterns})
+    return {row.id: float(row.matched) for row in rows}
+
+
+@SHAPES
+def _verbatim_statement(shape: ScopeShape, count: int, limit: int) -> CompiledRead:
+    likes = [
+        Note.content.ilike(bindparam(f"pattern_{i}", type_=String), escape="\\")
+        for i in range(count)
+    ]
     hits = [case((like, 1.0), else_=0.0) for like in likes]
     matched = sum(hits[1:], hits[0]).label("matched")
-    rows = read_rows(
-        session,
-        select(Note.id, matched).where(where, or_(*likes)).order_by(matched.desc()).limit(limit),
+    return CompiledRead(
+        select(Note.id, matched)
+        .where(scope_conditions(shape), or_(*likes))
+        .order_by(matched.desc())
+        .limit(limit)
     )
-    return {row.id: float(row.matched) for row in rows}
 
 
 def _escape_like(token: str) -> str:
@@ -168,22 +184,12 @@ def _escape_like(token: str) -> str:
 
 
 def linked_route(
-    session: Session, where: ColumnElement[bool], seeds: dict[uuid.UUID, float], *, limit: int
+    session: Session, scope: ReadScope, seeds: dict[uuid.UUID, float], *, limit: int
 ) -> dict[uuid.UUID, tuple[float, uuid.UUID]]:
     """One hop from strong candidates: {target: (seed relevance * link weight, seed)}."""
     if not seeds:
         return {}
-    rows = read_rows(
-        session,
-        select(Link.source_id, Link.target_id, Link.weight)
-        .join(Note, Note.id == Link.target_id)
-        .where(
-            id_in(Link.source_id, seeds),
-            Link.kind.in_(("related", "consolidates", "derived_from")),
-            where,
-        )
-        .limit(limit * 4),
-    )
+    rows = _linked_statement(scope.shape, limit).rows(session, {**scope.params, "ids": list(seeds)})
     spread: dict[uuid.UUID, tuple[float, uuid.UUID]] = {}
     for source_id, target_id, weight in rows:
         value = seeds[source_id] * float(weight)
@@ -192,20 +198,41 @@ def linked_route(
     return dict(sorted(spread.items(), key=lambda kv: -kv[1][0])[:limit])
 
 
+@SHAPES
+def _linked_statement(shape: ScopeShape, limit: int) -> CompiledRead:
+    kinds = [literal_column(f"'{kind}'", String) for kind in LINK_KINDS]
+    return CompiledRead(
+        select(Link.source_id, Link.target_id, Link.weight)
+        .join(Note, Note.id == Link.target_id)
+        .where(Link.source_id == any_(_ids("ids")), Link.kind.in_(kinds), scope_conditions(shape))
+        .limit(limit * 4)
+    )
+
+
 def adjacent_turns(
-    session: Session, viewer: Viewer, filters: SearchFilters, note_ids: list[uuid.UUID]
+    session: Session, scope: ReadScope, note_ids: list[uuid.UUID]
 ) -> dict[uuid.UUID, list[uuid.UUID]]:
     """For each note, the visible notes of the previous and next turn of its session."""
     if not note_ids:
         return {}
+    adjacent: dict[uuid.UUID, list[uuid.UUID]] = {}
+    rows = _adjacent_statement(scope.shape).rows(session, {**scope.params, "ids": note_ids})
+    for seed_id, neighbour_id in rows:
+        adjacent.setdefault(seed_id, []).append(neighbour_id)
+    return adjacent
+
+
+@SHAPES
+def _adjacent_statement(shape: ScopeShape) -> CompiledRead:
     seeds = (
         select(Note.id, Note.session_id, Note.turn_seq)
-        .where(id_in(Note.id, note_ids), Note.turn_seq.is_not(None))
+        .where(Note.id == any_(_ids("ids")), Note.turn_seq.is_not(None))
         .cte("seeds")
     )
     neighbour = _NEIGHBOUR
-    visible = base_conditions(viewer, filters, neighbour)
-    same_session = and_(visible, neighbour.session_id == seeds.c.session_id)
+    same_session = and_(
+        scope_conditions(shape, neighbour), neighbour.session_id == seeds.c.session_id
+    )
     before = (
         select(neighbour.id.label("nid"))
         .where(same_session, neighbour.turn_seq < seeds.c.turn_seq)
@@ -220,11 +247,9 @@ def adjacent_turns(
         .limit(1)
         .lateral("after")
     )
-    statement = union_all(
-        select(seeds.c.id, before.c.nid).select_from(seeds.join(before, true())),
-        select(seeds.c.id, after.c.nid).select_from(seeds.join(after, true())),
+    return CompiledRead(
+        union_all(
+            select(seeds.c.id, before.c.nid).select_from(seeds.join(before, true())),
+            select(seeds.c.id, after.c.nid).select_from(seeds.join(after, true())),
+        )
     )
-    adjacent: dict[uuid.UUID, list[uuid.UUID]] = {}
-    for seed_id, neighbour_id in read_rows(session, statement):
-        adjacent.setdefault(seed_id, []).append(neighbour_id)
-    return adjacent

@@ -12,16 +12,18 @@ import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cache
 from typing import Any, Protocol
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import String, Uuid, any_, bindparam, select
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from memory.access.policy import Viewer
 from memory.activation.model import ActivationBreakdown, make_noise_rng, score_activation
 from memory.config import Settings
-from memory.db import read_rows
+from memory.db import CompiledRead
 from memory.notes.models import Note, NoteVector
 from memory.notes.vectors import binary_vector, parse_vector
 from memory.retrieval import routes as r
@@ -34,7 +36,7 @@ from memory.retrieval.candidates import (  # noqa: F401 - the read path's public
 )
 from memory.retrieval.fusion import fuse, to_relevance
 from memory.retrieval.mmr import mmr
-from memory.types import id_in, utcnow
+from memory.types import utcnow
 
 LINK_SEEDS = 10
 LINK_FACTOR = 0.5
@@ -107,8 +109,15 @@ def _ranks(scores: dict[uuid.UUID, float]) -> dict[uuid.UUID, int]:
 def _load_notes(session: Session, note_ids: list[uuid.UUID]) -> dict[uuid.UUID, ScoredNote]:
     if not note_ids:
         return {}
-    rows = read_rows(session, select(*CANDIDATE_COLUMNS).where(id_in(Note.id, note_ids)))
-    return {row.id: row for row in rows}  # type: ignore[misc]
+    rows = _candidates_statement().rows(session, {"ids": note_ids})
+    return {row.id: row for row in rows}
+
+
+@cache
+def _candidates_statement() -> CompiledRead:
+    return CompiledRead(
+        select(*CANDIDATE_COLUMNS).where(Note.id == any_(bindparam("ids", type_=ARRAY(Uuid))))
+    )
 
 
 def _mentioned_speaker(query: str, speakers: set[str]) -> str | None:
@@ -135,7 +144,9 @@ def search_notes(
         options or SearchOptions(),
         now or utcnow(),
     )
-    found = run_routes(session, viewer, query, vector, filters, options)
+    # Access rules and filters as of now; `now` is the activation's clock.
+    scope = r.ReadScope(viewer, filters)
+    found = run_routes(session, scope, query, vector, options)
     lexical_routes = {k: v for k, v in found.items() if k != "verbatim"}
     fused = fuse(lexical_routes, method=options.fusion) if lexical_routes else {}  # type: ignore[arg-type]
     for note_id, matched in found.get("verbatim", {}).items():
@@ -144,15 +155,11 @@ def search_notes(
         )
     relevance = to_relevance(fused) if fused else {}
     if "neighbours" in options.routes and relevance and _allows(options, "neighbours"):
-        relevance = _smooth_by_neighbours(
-            session, viewer, filters, relevance, options.neighbour_weight
-        )
+        relevance = _smooth_by_neighbours(session, scope, relevance, options.neighbour_weight)
     links: dict[uuid.UUID, tuple[float, uuid.UUID]] = {}
     if "links" in options.routes and relevance and _allows(options, "links"):
         seeds = dict(sorted(relevance.items(), key=lambda kv: -kv[1])[:LINK_SEEDS])
-        links = r.linked_route(
-            session, r.base_conditions(viewer, filters), seeds, limit=ROUTE_LIMIT
-        )
+        links = r.linked_route(session, scope, seeds, limit=ROUTE_LIMIT)
         for note_id in links:
             relevance.setdefault(note_id, 0.0)
 
@@ -171,8 +178,7 @@ def _allows(options: SearchOptions, step: str) -> bool:
 
 def _smooth_by_neighbours(
     session: Session,
-    viewer: Viewer,
-    filters: r.SearchFilters,
+    scope: r.ReadScope,
     relevance: dict[uuid.UUID, float],
     weight: float,
 ) -> dict[uuid.UUID, float]:
@@ -183,7 +189,7 @@ def _smooth_by_neighbours(
     as extra results (retrieval-notes.md).
     """
     seeds = sorted(relevance, key=lambda note_id: -relevance[note_id])[:NEIGHBOUR_SEEDS]
-    adjacent = r.adjacent_turns(session, viewer, filters, seeds)
+    adjacent = r.adjacent_turns(session, scope, seeds)
     smoothed = {
         note_id: rel
         + weight * max((relevance.get(n, 0.0) for n in adjacent.get(note_id, [])), default=0.0)
@@ -249,15 +255,20 @@ def _pool_vectors(
     """The MMR pool's vectors, read from the viewer's partition of note_vectors, where they
     are stored inline (every hit is searchable, so mirrored there); in notes they are
     TOASTed, two more page reads per vector. A note without a vector has none here."""
-    rows = read_rows(
-        session,
-        select(NoteVector.note_id, binary_vector(NoteVector.embedding, "embedding")).where(
-            NoteVector.tenant_id == viewer.tenant_id,
-            NoteVector.user_id == viewer.user_id,
-            id_in(NoteVector.note_id, note_ids),
-        ),
-    )
+    params = {"tenant_id": viewer.tenant_id, "user_id": viewer.user_id, "ids": note_ids}
+    rows = _pool_vectors_statement().rows(session, params)
     return {row.note_id: parse_vector(row.embedding) for row in rows}  # type: ignore[misc]
+
+
+@cache
+def _pool_vectors_statement() -> CompiledRead:
+    return CompiledRead(
+        select(NoteVector.note_id, binary_vector(NoteVector.embedding, "embedding")).where(
+            NoteVector.tenant_id == bindparam("tenant_id", type_=String),
+            NoteVector.user_id == bindparam("user_id", type_=String),
+            NoteVector.note_id == any_(bindparam("ids", type_=ARRAY(Uuid))),
+        )
+    )
 
 
 def _select(

@@ -22,6 +22,7 @@ from memory.access.policy import Viewer
 from memory.db import scoped_session_for, session_scope
 from memory.notes.models import Note
 from memory.notes.similar import similar_notes
+from memory.notes.vectors import vector_text
 from memory.retrieval import routes as r
 from memory.types import utcnow
 from tests.support.helpers import new_note
@@ -182,8 +183,7 @@ def _captured_dense(session: Session, viewer: Viewer, vector: np.ndarray) -> tup
     engine = session.get_bind()
     event.listen(engine, "before_cursor_execute", capture)
     try:
-        where = r.base_conditions(viewer, r.SearchFilters())
-        found = r.dense_route(session, viewer, where, vector, limit=20)
+        found = r.dense_route(session, r.ReadScope(viewer), vector_text(vector), limit=20)
     finally:
         event.remove(engine, "before_cursor_execute", capture)
     return found, captured

@@ -248,7 +248,7 @@ def test_window_vectors_score_the_other_routes_candidates_only(memory_user: tupl
     from memory.clients.embedder import embed_query
     from memory.config import get_settings
     from memory.retrieval.candidates import SearchOptions, run_routes
-    from memory.retrieval.routes import SearchFilters
+    from memory.retrieval.scope import ReadScope
 
     user, _, tenant = memory_user
     query = "Where does my sister Ana live?"
@@ -257,10 +257,9 @@ def test_window_vectors_score_the_other_routes_candidates_only(memory_user: tupl
     with session_scope() as session:
         found = run_routes(
             session,
-            viewer,
+            ReadScope(viewer),
             query,
             vector,
-            SearchFilters(),
             SearchOptions(routes=("bm25", "dense_window")),
         )
     assert found["bm25"], found
@@ -276,7 +275,7 @@ def test_window_bm25_scores_other_routes_candidates_when_its_terms_are_too_commo
     from memory.access.policy import Viewer
     from memory.retrieval import bm25
     from memory.retrieval.candidates import SearchOptions, run_routes
-    from memory.retrieval.routes import SearchFilters
+    from memory.retrieval.scope import ReadScope
 
     user, _, tenant = memory_user
     query = "Where does my sister Ana live?"
@@ -285,7 +284,7 @@ def test_window_bm25_scores_other_routes_candidates_when_its_terms_are_too_commo
 
     def routes() -> dict[str, dict]:
         with session_scope() as session:
-            return run_routes(session, viewer, query, None, SearchFilters(), options)
+            return run_routes(session, ReadScope(viewer), query, None, options)
 
     bounded = routes()
     assert bounded["bm25"], bounded

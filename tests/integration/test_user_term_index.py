@@ -84,9 +84,9 @@ def test_a_term_lookup_returns_only_the_viewers_notes(database_url: str, tenant_
         terms.match = {"own": ["okapi"], "window": ["okapi"]}
         terms.idf = {"own": {"okapi": 1.0}, "window": {"okapi": 1.0}}
         terms.avg_len = {"own": 3.0, "window": 2.0}
-        where = r.base_conditions(viewer, r.SearchFilters())
-        own = b.bm25_route(session, where, terms, limit=10, window=False)
-        window = b.bm25_route(session, where, terms, limit=10, window=True)
+        scope = r.ReadScope(viewer)
+        own = b.bm25_route(session, scope, terms, limit=10, window=False)
+        window = b.bm25_route(session, scope, terms, limit=10, window=True)
         expected = set(
             session.scalars(
                 select(Note.id).where(Note.user_id == mine, Note.content.like("%okapi%"))
@@ -111,12 +111,12 @@ def test_own_route_with_only_common_terms_scores_notes_holding_the_two_rarest(
         session.add_all(notes)
         index_note_terms(session=session, notes=notes)
     viewer = Viewer(tenant_id, user, None)
-    where = r.base_conditions(viewer, r.SearchFilters(), scope_by_index=False)
+    scope = r.ReadScope(viewer)
 
     def own(query: str) -> set[uuid.UUID]:
         with session_scope() as session:
             terms = b.load_query_terms(session, viewer, analyse(query))
-            return set(b.bm25_route(session, where, terms, limit=50, window=False))
+            return set(b.bm25_route(session, scope, terms, limit=50, window=False))
 
     with_both = {n.id for n in notes[:2]}
     with_okapi = {n.id for n in notes if "okapi" in n.content}

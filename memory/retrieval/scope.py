@@ -1,0 +1,117 @@
+"""Who reads and with which filters, as the parameters of the read path's compiled
+statements (`memory.db.CompiledRead`).
+
+Invariants: `ReadScope.shape` is everything that changes the SQL of the access rules and
+filters (which visibility rules apply, which filters are set); every value (ids,
+domains, filter values, the time) is a named parameter given by `ReadScope.params`. So
+a statement built from a shape alone, and cached by it, is right for every viewer and
+filter of that shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from sqlalchemy import (
+    ColumnElement,
+    DateTime,
+    String,
+    and_,
+    any_,
+    bindparam,
+    literal_column,
+    or_,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
+
+from memory.access.policy import (
+    Viewer,
+    ViewerShape,
+    bound_visible_clause,
+    viewer_params,
+    viewer_shape,
+)
+from memory.notes.models import Note
+from memory.types import utcnow
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    kinds: tuple[str, ...] = ()
+    domains: tuple[str, ...] = ()
+    since: datetime | None = None
+    until: datetime | None = None
+    include_archived: bool = False
+
+
+class ScopeShape(NamedTuple):
+    viewer: ViewerShape
+    kinds: bool
+    domains: bool
+    since: bool
+    until: bool
+    include_archived: bool
+
+
+@dataclass(frozen=True)
+class ReadScope:
+    viewer: Viewer
+    filters: SearchFilters = field(default_factory=SearchFilters)
+    now: datetime = field(default_factory=utcnow)
+
+    @property
+    def shape(self) -> ScopeShape:
+        f = self.filters
+        return ScopeShape(
+            viewer_shape(self.viewer),
+            bool(f.kinds),
+            bool(f.domains),
+            f.since is not None,
+            f.until is not None,
+            f.include_archived,
+        )
+
+    @property
+    def params(self) -> dict[str, Any]:
+        f = self.filters
+        return {
+            **viewer_params(self.viewer),
+            "now": self.now,
+            "filter_kinds": list(f.kinds),
+            "filter_domains": list(f.domains),
+            "filter_since": f.since,
+            "filter_until": f.until,
+        }
+
+
+def scope_conditions(
+    shape: ScopeShape, note: type[Note] = Note, *, scope_by_index: bool = True
+) -> ColumnElement[bool]:
+    """Access rules and filters of every scope of this shape (DESIGN.md §7): visible,
+    current, not expired, active (or archived when asked for). `scope_by_index=False` for
+    routes whose candidates come from a per-user index (see `visible_clause`)."""
+    # Constant per shape, so written as literals: the planner sees the same `IN` as ever.
+    statuses = ("active", "archived") if shape.include_archived else ("active",)
+    now = bindparam("now", type_=DateTime(timezone=True))
+    parts: list[ColumnElement[bool]] = [
+        bound_visible_clause(shape.viewer, note, scope_by_index=scope_by_index),
+        note.status.in_([_constant(s) for s in statuses]),
+        note.valid_to.is_(None),
+        or_(note.expires_at.is_(None), note.expires_at > now),
+    ]
+    if shape.kinds:
+        parts.append(note.kind == any_(bindparam("filter_kinds", type_=ARRAY(String))))
+    if shape.domains:
+        parts.append(note.domain == any_(bindparam("filter_domains", type_=ARRAY(String))))
+    if shape.since:
+        parts.append(note.occurred_at >= bindparam("filter_since", type_=DateTime(timezone=True)))
+    if shape.until:
+        parts.append(note.occurred_at <= bindparam("filter_until", type_=DateTime(timezone=True)))
+    return and_(*parts)
+
+
+def _constant(value: str) -> ColumnElement[str]:
+    """A fixed status name as an SQL literal (only ever the constants above)."""
+    return literal_column(f"'{value}'", String)
