@@ -158,11 +158,11 @@ def session_scope(
         session.close()
 
 
-class CompiledRead:
-    """A read statement compiled once to psycopg's SQL and run on the session's own
-    connection with a dict of values: no SQLAlchemy cache key, bind or result processing
-    per execution (a window-similarity read of 250 ids: 1.5-2.0 ms of CPU through the
-    Core connection, 0.6-0.8 raw).
+class CompiledStatement:
+    """A statement of a hot path (the read path's, the capture's INSERT) compiled once to
+    psycopg's SQL and run on the session's own connection with a dict of values: no
+    SQLAlchemy cache key, bind or result processing per execution (a window-similarity
+    read of 250 ids: 1.5-2.0 ms of CPU through the Core connection, 0.6-0.8 raw).
 
     Invariants: every value that changes between calls is a named `bindparam` supplied
     to `rows()`; any other bind is a constant of the statement's shape, kept from the
@@ -170,14 +170,14 @@ class CompiledRead:
     (flags, counts, constants), never of a call's values. No expanding IN (use
     `= ANY(array)`), and vector values are passed as text (`memory.notes.vectors.
     vector_text`), since SQLAlchemy's bind processors do not run. Rows are named tuples
-    of the statement's column labels.
+    of the statement's column labels (or RETURNING's).
     """
 
     def __init__(self, statement: Executable) -> None:
-        compiled = statement.compile(dialect=_READ_DIALECT)
+        compiled = statement.compile(dialect=_PSYCOPG_DIALECT)
         self.sql = str(compiled)
         if "POSTCOMPILE" in self.sql:
-            raise ValueError("a compiled read cannot hold an expanding IN; use = ANY(array)")
+            raise ValueError("a compiled statement cannot hold an expanding IN; use = ANY(array)")
         self.constants = {k: v for k, v in compiled.params.items() if v is not None}
 
     def rows(self, session: Session, params: dict[str, Any] | None = None) -> list[Any]:
@@ -201,7 +201,7 @@ class CompiledRead:
             raise DBAPIError.instance(self.sql, values, error, psycopg.Error) from error
 
 
-_READ_DIALECT = PGDialect_psycopg()
+_PSYCOPG_DIALECT = PGDialect_psycopg()
 
 
 # The non-owner role the API's user-scoped transactions run as (created by migration 0002).
@@ -223,9 +223,9 @@ def scope_session(session: Session, *, tenant_id: str, user_id: str) -> None:
 
 
 @cache
-def _scope_statement() -> CompiledRead:
+def _scope_statement() -> CompiledStatement:
     # One round trip; set_config('role', ..., true) is SET LOCAL ROLE.
-    return CompiledRead(
+    return CompiledStatement(
         select(
             func.set_config("role", APP_ROLE, True),
             func.set_config("muma.tenant_id", bindparam("scope_tenant_id", type_=String), True),

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from memory.access.models import Agent
 from memory.config import Settings
-from memory.db import CompiledRead
+from memory.db import CompiledStatement
 from memory.notes.models import Note
 
 
@@ -80,7 +80,7 @@ def bound_visible_clause(
     shape: ViewerShape, note: type[Note] = Note, *, scope_by_index: bool = True
 ) -> ColumnElement[bool]:
     """`visible_clause` for every viewer of this shape: the ids and domains are the named
-    parameters `viewer_params` gives values to (for a `memory.db.CompiledRead`)."""
+    parameters `viewer_params` gives values to (for a `memory.db.CompiledStatement`)."""
     ids = tuple(
         bindparam(f"viewer_{name}", type_=String) for name in ("tenant_id", "user_id", "agent_id")
     )
@@ -158,8 +158,8 @@ def agent_viewer(
 
 
 @cache
-def _agent_statement() -> CompiledRead:
-    return CompiledRead(
+def _agent_statement() -> CompiledStatement:
+    return CompiledStatement(
         select(Agent.domains, Agent.can_see_private).where(
             Agent.tenant_id == bindparam("tenant_id", type_=String),
             Agent.agent_id == bindparam("agent_id", type_=String),

@@ -11,12 +11,15 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import cache
 from typing import Any
 
-from sqlalchemy import func, or_, select, update
-from sqlalchemy.dialects.postgresql import insert
+from psycopg.types.json import Jsonb
+from sqlalchemy import bindparam, func, or_, select, update
+from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.orm import Session
 
+from memory.db import CompiledStatement
 from memory.episodes.models import Episode
 from memory.types import EPISODE_STATUSES, utcnow
 
@@ -56,17 +59,53 @@ def capture_episodes(
         result.append((episode_id, True))
     inserted: set[uuid.UUID] = set()
     if rows:
-        statement = (
-            insert(Episode)
-            .values(rows)
-            .on_conflict_do_nothing(index_elements=["tenant_id", "idempotency_key"])
-            .returning(Episode.id)
-        )
-        inserted = set(session.scalars(statement))
+        columns = {name: [row[name] for row in rows] for name in _CAPTURE_COLUMNS}
+        for name in ("metadata", "options"):
+            columns[name] = [Jsonb(value) for value in columns[name]]
+        inserted = {row.id for row in _capture_statement().rows(session, columns)}
     missing = {k: v for k, v in ids_by_key.items() if v not in inserted}
     existing = _ids_for_keys(session, tenant_id, list(missing)) if missing else {}
     remap = {missing[k]: existing[k] for k in missing if k in existing}
     return [(remap.get(i, i), created and i in inserted) for i, created in result]
+
+
+# Every column a capture sets; one array parameter each, so one SQL text for any batch.
+_CAPTURE_COLUMNS = (
+    "id",
+    "tenant_id",
+    "user_id",
+    "agent_id",
+    "session_id",
+    "role",
+    "speaker",
+    "content",
+    "occurred_at",
+    "metadata",
+    "options",
+    "source",
+    "idempotency_key",
+    "status",
+    "attempts",
+    "created_at",
+    "updated_at",
+    "enqueued_at",
+)
+
+
+@cache
+def _capture_statement() -> CompiledStatement:
+    """INSERT of a batch given as one array per column (`unnest`), skipping idempotency
+    keys already stored, RETURNING the ids inserted. Built once: the ORM's bulk insert
+    compiled a multi-row VALUES for every capture (~2 ms of the API's CPU per capture)."""
+    table = Episode.__table__
+    arrays = [bindparam(name, type_=ARRAY(table.c[name].type)) for name in _CAPTURE_COLUMNS]
+    batch = select(func.unnest(*arrays).table_valued(*_CAPTURE_COLUMNS).render_derived("batch"))
+    return CompiledStatement(
+        insert(Episode)
+        .from_select(list(_CAPTURE_COLUMNS), batch)
+        .on_conflict_do_nothing(index_elements=["tenant_id", "idempotency_key"])
+        .returning(Episode.id)
+    )
 
 
 def _row(

@@ -12,7 +12,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from memory.access.policy import Viewer, can_see
-from memory.db import CompiledRead
+from memory.db import CompiledStatement
 from memory.episodes.models import Episode
 from memory.errors import NotFoundError
 from memory.links.models import Link
@@ -53,8 +53,8 @@ def readable_note_sources(
 
 
 @cache
-def _sources_statement() -> CompiledRead:
-    return CompiledRead(
+def _sources_statement() -> CompiledStatement:
+    return CompiledStatement(
         select(Note.id, Episode.id.label("episode_id"), Episode.occurred_at, Episode.metadata_)
         .outerjoin(NoteSource, NoteSource.note_id == Note.id)
         .outerjoin(Episode, Episode.id == NoteSource.episode_id)

@@ -39,7 +39,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, TEXT
 from sqlalchemy.orm import Session
 
 from memory.access.policy import Viewer
-from memory.db import CompiledRead
+from memory.db import CompiledStatement
 from memory.notes.lexicon import tsvector_literal, user_terms_match
 from memory.notes.models import LexiconTerm, LexiconTotal, Note
 from memory.retrieval.scope import ReadScope, ScopeShape, scope_conditions
@@ -98,7 +98,7 @@ def load_query_terms(session: Session, viewer: Viewer, terms: list[str]) -> Quer
 
 
 @cache
-def _statistics_statement() -> CompiledRead:
+def _statistics_statement() -> CompiledStatement:
     """The user's document frequencies of the terms and the per-field totals, in one
     round trip (a total's row has no term)."""
     tenant_id = bindparam("tenant_id", type_=String)
@@ -113,7 +113,7 @@ def _statistics_statement() -> CompiledRead:
     field_totals = select(
         LexiconTotal.field, null(), LexiconTotal.doc_count, LexiconTotal.term_total
     ).where(LexiconTotal.tenant_id == tenant_id, LexiconTotal.user_id == user_id)
-    return CompiledRead(union_all(frequencies, field_totals))
+    return CompiledStatement(union_all(frequencies, field_totals))
 
 
 def _present(counts: dict[str, int]) -> list[tuple[int, str]]:
@@ -206,7 +206,7 @@ def bm25_route(
 
 
 @lru_cache(maxsize=256)
-def _bm25_statement(shape: ScopeShape, window: bool, mode: str, limit: int) -> CompiledRead:
+def _bm25_statement(shape: ScopeShape, window: bool, mode: str, limit: int) -> CompiledStatement:
     vector_col = Note.window_terms if window else Note.index_terms
     length_col = Note.window_term_count if window else Note.term_count
     terms = bindparam("terms", type_=ARRAY(TEXT))
@@ -235,7 +235,7 @@ def _bm25_statement(shape: ScopeShape, window: bool, mode: str, limit: int) -> C
         .join(weights, weights.c.term == lexemes.c.lexeme)
         .lateral("s")
     )
-    return CompiledRead(
+    return CompiledStatement(
         select(Note.id, per_note.c.score)
         .select_from(Note)
         .join(per_note, true())

@@ -5,7 +5,7 @@ at most `limit` notes the viewer may see, that are current (valid_to IS NULL), n
 expired, and active (or archived when asked for); no route reads a whole history into
 Python: candidates come from indexes (HNSW on the viewer's partition of note_vectors,
 GIN on tsvector, trigram). Each statement is compiled once per scope shape
-(`memory.retrieval.scope`) and run with the scope's values (`memory.db.CompiledRead`).
+(`memory.retrieval.scope`) and run with the scope's values (`memory.db.CompiledStatement`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session, aliased
 
-from memory.db import CompiledRead
+from memory.db import CompiledStatement
 from memory.links.models import Link
 from memory.notes.models import EMBEDDING_DIMENSION, Note, NoteVector
 from memory.retrieval.scope import ReadScope, ScopeShape, SearchFilters, scope_conditions
@@ -92,7 +92,7 @@ def _query_distance(column: Any) -> ColumnElement[float]:
 
 
 @SHAPES
-def _dense_pool_statement(shape: ScopeShape, limit: int) -> CompiledRead:
+def _dense_pool_statement(shape: ScopeShape, limit: int) -> CompiledStatement:
     distance = _query_distance(NoteVector.embedding)
     nearest = (
         select(NoteVector.note_id, distance.label("d"))
@@ -101,7 +101,7 @@ def _dense_pool_statement(shape: ScopeShape, limit: int) -> CompiledRead:
         .limit(bindparam("pool_size", type_=Integer))
         .subquery("nearest")
     )
-    return CompiledRead(
+    return CompiledStatement(
         select(Note.id, nearest.c.d)
         .join(Note, Note.id == nearest.c.note_id)
         .where(scope_conditions(shape, scope_by_index=False))
@@ -111,9 +111,9 @@ def _dense_pool_statement(shape: ScopeShape, limit: int) -> CompiledRead:
 
 
 @SHAPES
-def _dense_statement(shape: ScopeShape, limit: int) -> CompiledRead:
+def _dense_statement(shape: ScopeShape, limit: int) -> CompiledStatement:
     distance = _query_distance(NoteVector.embedding)
-    return CompiledRead(
+    return CompiledStatement(
         select(Note.id, distance.label("d"))
         .select_from(NoteVector)
         .join(Note, Note.id == NoteVector.note_id)
@@ -136,9 +136,9 @@ def window_similarity(
 
 
 @SHAPES
-def _window_statement() -> CompiledRead:
+def _window_statement() -> CompiledStatement:
     similarity = 1.0 - _query_distance(Note.window_embedding)
-    return CompiledRead(
+    return CompiledStatement(
         select(Note.id, similarity.label("s")).where(
             Note.id == any_(_ids("ids")), Note.window_embedding.is_not(None)
         )
@@ -164,14 +164,14 @@ def verbatim_route(
 
 
 @SHAPES
-def _verbatim_statement(shape: ScopeShape, count: int, limit: int) -> CompiledRead:
+def _verbatim_statement(shape: ScopeShape, count: int, limit: int) -> CompiledStatement:
     likes = [
         Note.content.ilike(bindparam(f"pattern_{i}", type_=String), escape="\\")
         for i in range(count)
     ]
     hits = [case((like, 1.0), else_=0.0) for like in likes]
     matched = sum(hits[1:], hits[0]).label("matched")
-    return CompiledRead(
+    return CompiledStatement(
         select(Note.id, matched)
         .where(scope_conditions(shape), or_(*likes))
         .order_by(matched.desc())
@@ -199,9 +199,9 @@ def linked_route(
 
 
 @SHAPES
-def _linked_statement(shape: ScopeShape, limit: int) -> CompiledRead:
+def _linked_statement(shape: ScopeShape, limit: int) -> CompiledStatement:
     kinds = [literal_column(f"'{kind}'", String) for kind in LINK_KINDS]
-    return CompiledRead(
+    return CompiledStatement(
         select(Link.source_id, Link.target_id, Link.weight)
         .join(Note, Note.id == Link.target_id)
         .where(Link.source_id == any_(_ids("ids")), Link.kind.in_(kinds), scope_conditions(shape))
@@ -223,7 +223,7 @@ def adjacent_turns(
 
 
 @SHAPES
-def _adjacent_statement(shape: ScopeShape) -> CompiledRead:
+def _adjacent_statement(shape: ScopeShape) -> CompiledStatement:
     seeds = (
         select(Note.id, Note.session_id, Note.turn_seq)
         .where(Note.id == any_(_ids("ids")), Note.turn_seq.is_not(None))
@@ -247,7 +247,7 @@ def _adjacent_statement(shape: ScopeShape) -> CompiledRead:
         .limit(1)
         .lateral("after")
     )
-    return CompiledRead(
+    return CompiledStatement(
         union_all(
             select(seeds.c.id, before.c.nid).select_from(seeds.join(before, true())),
             select(seeds.c.id, after.c.nid).select_from(seeds.join(after, true())),

@@ -1,5 +1,5 @@
 """Who reads and with which filters, as the parameters of the read path's compiled
-statements (`memory.db.CompiledRead`).
+statements (`memory.db.CompiledStatement`).
 
 Invariants: `ReadScope.shape` is everything that changes the SQL of the access rules and
 filters (which visibility rules apply, which filters are set); every value (ids,

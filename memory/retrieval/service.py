@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from memory.access.policy import Viewer
 from memory.activation.model import ActivationBreakdown, make_noise_rng, score_activation
 from memory.config import Settings
-from memory.db import CompiledRead
+from memory.db import CompiledStatement
 from memory.notes.models import Note, NoteVector
 from memory.notes.vectors import binary_vector, parse_vector
 from memory.retrieval import routes as r
@@ -114,8 +114,8 @@ def _load_notes(session: Session, note_ids: list[uuid.UUID]) -> dict[uuid.UUID, 
 
 
 @cache
-def _candidates_statement() -> CompiledRead:
-    return CompiledRead(
+def _candidates_statement() -> CompiledStatement:
+    return CompiledStatement(
         select(*CANDIDATE_COLUMNS).where(Note.id == any_(bindparam("ids", type_=ARRAY(Uuid))))
     )
 
@@ -261,8 +261,8 @@ def _pool_vectors(
 
 
 @cache
-def _pool_vectors_statement() -> CompiledRead:
-    return CompiledRead(
+def _pool_vectors_statement() -> CompiledStatement:
+    return CompiledStatement(
         select(NoteVector.note_id, binary_vector(NoteVector.embedding, "embedding")).where(
             NoteVector.tenant_id == bindparam("tenant_id", type_=String),
             NoteVector.user_id == bindparam("user_id", type_=String),

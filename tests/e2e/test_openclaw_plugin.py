@@ -43,7 +43,11 @@ def test_plugin_in_a_real_openclaw(stack: Stack, tenant_id: str) -> None:
     }
     result = subprocess.run(
         ["bash", str(ROOT / "plugin" / "scripts" / "test.sh"), "--e2e-only"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
     )
     output = result.stdout[-6000:] + result.stderr[-6000:]
     assert result.returncode == 0, output

@@ -1,4 +1,4 @@
-"""Read statements compiled once per scope shape (`memory.db.CompiledRead`): the values
+"""Read statements compiled once per scope shape (`memory.db.CompiledStatement`): the values
 of one call never carry into the next, and the statements behave as through the ORM."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import func, select, text
 
 from memory.access.policy import Viewer
-from memory.db import CompiledRead, session_scope
+from memory.db import CompiledStatement, session_scope
 from memory.errors import TransientError
 from memory.notes.lexicon import apply_terms, index_note_terms
 from memory.notes.models import Note
@@ -80,7 +80,7 @@ def test_filter_values_change_between_calls_of_one_shape(
 
 def test_an_expanding_in_is_refused() -> None:
     with pytest.raises(ValueError, match="ANY"):
-        CompiledRead(select(Note.id).where(Note.kind.in_(["stable"])))
+        CompiledStatement(select(Note.id).where(Note.kind.in_(["stable"])))
 
 
 def test_pending_changes_are_read_and_rows_are_named(
@@ -88,7 +88,7 @@ def test_pending_changes_are_read_and_rows_are_named(
 ) -> None:
     from sqlalchemy import Uuid, bindparam
 
-    statement = CompiledRead(
+    statement = CompiledStatement(
         select(Note.id, Note.content).where(Note.id == bindparam("note_id", type_=Uuid))
     )
     note = new_note(tenant_id, user_id, "added, not yet flushed")
@@ -99,8 +99,7 @@ def test_pending_changes_are_read_and_rows_are_named(
 
 
 def test_a_statement_timeout_surfaces_as_through_the_orm(database_url: str) -> None:
-    sleep = CompiledRead(select(func.pg_sleep(0.5)))
-    with pytest.raises(TransientError, match="statement timeout"):
-        with session_scope() as session:
-            session.execute(text("SET LOCAL statement_timeout = 20"))
-            sleep.rows(session)
+    sleep = CompiledStatement(select(func.pg_sleep(0.5)))
+    with pytest.raises(TransientError, match="statement timeout"), session_scope() as session:
+        session.execute(text("SET LOCAL statement_timeout = 20"))
+        sleep.rows(session)

@@ -63,9 +63,7 @@ def simulate(
     Returns {note name: {action: hour of the sweep that did it}}.
     """
     names = list(specs)
-    ids = add_notes(
-        tenant_id, user_id, settings, [{"created_at": T0, **specs[n]} for n in names]
-    )
+    ids = add_notes(tenant_id, user_id, settings, [{"created_at": T0, **specs[n]} for n in names])
     by_id = dict(zip(ids, names, strict=True))
     uses = uses or {}
     seen: dict[str, dict[str, float]] = {n: {} for n in names}
@@ -126,8 +124,11 @@ def test_thirty_days_of_accesses_archive_and_prune_exactly_as_configured(
         history, count, first = record_access(history, count, first, hours(at))
         h = grow_half_life(h, growth=1.5, kind="episodic", multipliers={"episodic": 1.0})
     expected = first_sweep(
-        lambda t: base_level(history, hours(t), total_count=count, first_access=first)
-        + 0.5 * math.log(h / 168.0) < -2.0
+        lambda t: (
+            base_level(history, hours(t), total_count=count, first_access=first)
+            + 0.5 * math.log(h / 168.0)
+            < -2.0
+        )
     )
     assert seen["early"] == ({"archive": expected} if expected else {})
     # What left active left the BM25 statistics too.
