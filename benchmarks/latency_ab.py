@@ -1,0 +1,159 @@
+"""Paired A/B of the read path over HTTP: another revision's API and this checkout's API on
+one database and one page cache, each request sent to both in alternating order.
+
+Why: the latency benchmark's figures move by ±5 ms at the median and far more at p95
+between runs of the same code, with what the machine did before (pages reclaimed from
+the page cache, benchmarks/README.md "## Latency"). Two APIs answering the same requests
+back to back see the same cache, and the order alternates so neither always gets the
+pages the other just read. Uses the data of a `benchmarks.latency` home (load it first
+with `--load-only`); the other revision must use the same schema.
+
+    .venv/bin/python -m benchmarks.latency_ab --home /tmp/muma-latency --base-rev HEAD~1
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from benchmarks.common import Row, fmt, percentile, print_table, write_results
+from benchmarks.latency import BENCH_ENV, build_requests, log, user_plan
+from benchmarks.latency import parse_args as latency_args
+from benchmarks.latency_load import read_progress
+from benchmarks.stack import ROOT, BenchStack
+from memory.runtime.embedded import free_port
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--home", type=Path, required=True, help="a loaded benchmarks.latency home")
+    p.add_argument("--base-rev", required=True, help="git revision to compare against")
+    p.add_argument("--queries", type=int, default=150, help="requests per size and kind")
+    p.add_argument("--kinds", default="search,context", help="search, context (comma-separated)")
+    p.add_argument("--json", type=Path)
+    return p.parse_args()
+
+
+def _spawn_api(stack: BenchStack, checkout: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    env = {**stack.service_env(), "PYTHONPATH": str(checkout)}
+    argv = [sys.executable, "-m", "uvicorn", "memory.api.app:app", "--host", "127.0.0.1"]
+    process = subprocess.Popen(
+        [*argv, "--port", str(port), "--no-access-log"],
+        cwd=checkout,
+        env=env,
+        stdout=open(stack.home / "api-base.log", "ab"),  # noqa: SIM115 - lives with the process
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(240):
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return process, url
+        except httpx.HTTPError:
+            pass
+        if process.poll() is not None:
+            raise SystemExit(f"the base API exited; see {stack.home / 'api-base.log'}")
+        time.sleep(0.5)
+    raise SystemExit("the base API did not answer /healthz within 120 s")
+
+
+def _send_paired(urls: dict[str, str], token: str, warm: list, work: list) -> dict:
+    """{(size, kind): {"base": [ms...], "this": [ms...]}}, request i's pair at index i."""
+    headers = {"Authorization": f"Bearer {token}"}
+    clients = {k: httpx.Client(base_url=u, headers=headers, timeout=60) for k, u in urls.items()}
+    out: dict[tuple[str, str], dict[str, list[float]]] = {}
+    try:
+        for sample in warm:
+            for client in clients.values():
+                client.post("/v1/search", json=sample.body).raise_for_status()
+        for i, sample in enumerate(work, start=1):
+            if i % 200 == 0:
+                log(f"  {i}/{len(work)} pairs")
+            path = "/v1/context" if sample.kind == "context" else "/v1/search"
+            for name in ("this", "base") if i % 2 else ("base", "this"):
+                started = time.perf_counter()
+                clients[name].post(path, json=sample.body).raise_for_status()
+                pair = out.setdefault((sample.size, sample.kind), {"base": [], "this": []})
+                pair[name].append((time.perf_counter() - started) * 1000)
+    finally:
+        for client in clients.values():
+            client.close()
+    return out
+
+
+def _rows(results: dict) -> list[Row]:
+    rows = []
+    for (size, kind), ms in sorted(results.items()):
+        base, this = ms["base"], ms["this"]
+        diff = statistics.median(b - t for b, t in zip(base, this, strict=True))
+        rows += [
+            Row(f"{size} {kind} base p50 / p95 ms", _p(base)),
+            Row(f"{size} {kind} this p50 / p95 ms", _p(this)),
+            Row(f"{size} {kind} paired median base - this", fmt(diff, unit=" ms")),
+        ]
+    return rows
+
+
+def _p(values: list[float]) -> str:
+    return f"{fmt(percentile(values, 50))} / {fmt(percentile(values, 95))}"
+
+
+def main() -> None:
+    args = parse_args()
+    latency = latency_args_for(args)
+    plan = user_plan(latency)
+    checkout = Path(tempfile.mkdtemp(prefix="muma-base-"))
+    subprocess.run(
+        ["git", "worktree", "add", "--detach", str(checkout), args.base_rev], cwd=ROOT, check=True
+    )
+    try:
+        with BenchStack(env=BENCH_ENV, workers=0, beat=False, home=args.home, keep=True) as stack:
+            base, base_url = _spawn_api(stack, checkout)
+            try:
+                end = datetime.fromisoformat(read_progress(stack.home)["end"])
+                warm, measured = build_requests(plan, latency, end)
+                kinds = set(args.kinds.split(","))
+                work = [s for s in measured if s.kind in kinds]
+                log(f"{len(work)} requests, each to both APIs ({args.base_rev} and this tree)")
+                urls = {"base": base_url, "this": stack.api_url}
+                results = _send_paired(urls, stack.token, warm, work)
+            finally:
+                os.killpg(base.pid, signal.SIGTERM)
+                base.wait(timeout=30)
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(checkout)], cwd=ROOT)
+    rows = _rows(results)
+    print_table(f"Paired A/B: {args.base_rev} (base) against this tree", rows)
+    data: dict[str, Any] = {
+        "base_rev": args.base_rev,
+        "ms": {f"{size} {kind}": ms for (size, kind), ms in results.items()},
+        "rows": [row.__dict__ for row in rows],
+    }
+    print(f"results: {write_results('latency-ab', data, args.json)}")
+
+
+def latency_args_for(args: argparse.Namespace) -> argparse.Namespace:
+    """The latency benchmark's defaults (same users, seed and questions), this home."""
+    saved = sys.argv
+    try:
+        sys.argv = ["latency", "--home", str(args.home), "--queries", str(args.queries)]
+        return latency_args()
+    finally:
+        sys.argv = saved
+
+
+if __name__ == "__main__":
+    main()
