@@ -34,6 +34,12 @@ def id_in(column: Any, ids: Iterable[uuid.UUID]) -> ColumnElement[bool]:
     return column == any_(bindparam(None, list(ids), type_=ARRAY(Uuid)))
 
 
+def id_in_param(column: Any, name: str) -> ColumnElement[bool]:
+    """`column = ANY(:name)`, the ids given later as one uuid[] value (for a
+    `memory.db.CompiledStatement`, whose SQL is built before any call's ids)."""
+    return column == any_(bindparam(name, type_=ARRAY(Uuid)))
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)
 

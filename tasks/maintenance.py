@@ -29,6 +29,8 @@ def record_accesses(self: DbTask, note_ids: list[str], at: str) -> int:
     settings = get_settings()
     with self.session() as session:
         return record_note_accesses(
-            session=session, note_ids=[uuid.UUID(i) for i in note_ids],
-            at=datetime.fromisoformat(at), settings=settings.activation,
+            session=session,
+            note_ids=[uuid.UUID(i) for i in note_ids],
+            at=datetime.fromisoformat(at),
+            settings=settings.activation,
         )

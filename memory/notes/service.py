@@ -7,8 +7,7 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Uuid, any_, bindparam, or_, select
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from memory.access.policy import Viewer, can_see
@@ -19,7 +18,7 @@ from memory.links.models import Link
 from memory.notes.lexicon import unindex_note_terms
 from memory.notes.models import Note, NoteSource
 from memory.ops.audit import record_event
-from memory.types import id_in, utcnow
+from memory.types import id_in, id_in_param, utcnow
 
 
 def get_visible_note(*, session: Session, viewer: Viewer, note_id: uuid.UUID) -> Note:
@@ -58,7 +57,7 @@ def _sources_statement() -> CompiledStatement:
         select(Note.id, Episode.id.label("episode_id"), Episode.occurred_at, Episode.metadata_)
         .outerjoin(NoteSource, NoteSource.note_id == Note.id)
         .outerjoin(Episode, Episode.id == NoteSource.episode_id)
-        .where(Note.id == any_(bindparam("ids", type_=ARRAY(Uuid))))
+        .where(id_in_param(Note.id, "ids"))
         .order_by(Episode.occurred_at, Episode.seq)
     )
 

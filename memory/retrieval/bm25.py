@@ -25,7 +25,6 @@ from sqlalchemy import (
     Float,
     Integer,
     String,
-    Uuid,
     any_,
     bindparam,
     func,
@@ -43,6 +42,7 @@ from memory.db import CompiledStatement
 from memory.notes.lexicon import tsvector_literal, user_terms_match
 from memory.notes.models import LexiconTerm, LexiconTotal, Note
 from memory.retrieval.scope import ReadScope, ScopeShape, scope_conditions
+from memory.types import id_in_param
 
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -154,7 +154,7 @@ def _candidate_mode(query: QueryTerms, name: str, among: Sequence[uuid.UUID] | N
 
 def _candidates(vector_col: Any, mode: str) -> ColumnElement[bool]:
     if mode == "among":
-        return Note.id == any_(bindparam("among", type_=ARRAY(Uuid)))
+        return id_in_param(Note.id, "among")
     match = partial(
         user_terms_match,
         vector_col,

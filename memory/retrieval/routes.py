@@ -16,13 +16,10 @@ from typing import Any
 
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
-    BindParameter,
     ColumnElement,
     Integer,
     String,
-    Uuid,
     and_,
-    any_,
     bindparam,
     case,
     cast,
@@ -32,13 +29,13 @@ from sqlalchemy import (
     true,
     union_all,
 )
-from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session, aliased
 
 from memory.db import CompiledStatement
 from memory.links.models import Link
 from memory.notes.models import EMBEDDING_DIMENSION, Note, NoteVector
 from memory.retrieval.scope import ReadScope, ScopeShape, SearchFilters, scope_conditions
+from memory.types import id_in_param
 
 __all__ = ["ReadScope", "SearchFilters"]
 
@@ -140,14 +137,9 @@ def _window_statement() -> CompiledStatement:
     similarity = 1.0 - _query_distance(Note.window_embedding)
     return CompiledStatement(
         select(Note.id, similarity.label("s")).where(
-            Note.id == any_(_ids("ids")), Note.window_embedding.is_not(None)
+            id_in_param(Note.id, "ids"), Note.window_embedding.is_not(None)
         )
     )
-
-
-def _ids(name: str) -> BindParameter[Any]:
-    """A list of note ids as one uuid[] parameter (see `memory.types.id_in`)."""
-    return bindparam(name, type_=ARRAY(Uuid))
 
 
 def verbatim_route(
@@ -204,7 +196,7 @@ def _linked_statement(shape: ScopeShape, limit: int) -> CompiledStatement:
     return CompiledStatement(
         select(Link.source_id, Link.target_id, Link.weight)
         .join(Note, Note.id == Link.target_id)
-        .where(Link.source_id == any_(_ids("ids")), Link.kind.in_(kinds), scope_conditions(shape))
+        .where(id_in_param(Link.source_id, "ids"), Link.kind.in_(kinds), scope_conditions(shape))
         .limit(limit * 4)
     )
 
@@ -226,7 +218,7 @@ def adjacent_turns(
 def _adjacent_statement(shape: ScopeShape) -> CompiledStatement:
     seeds = (
         select(Note.id, Note.session_id, Note.turn_seq)
-        .where(Note.id == any_(_ids("ids")), Note.turn_seq.is_not(None))
+        .where(id_in_param(Note.id, "ids"), Note.turn_seq.is_not(None))
         .cte("seeds")
     )
     neighbour = _NEIGHBOUR

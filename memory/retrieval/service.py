@@ -16,8 +16,7 @@ from functools import cache
 from typing import Any, Protocol
 
 import numpy as np
-from sqlalchemy import String, Uuid, any_, bindparam, select
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy import String, bindparam, select
 from sqlalchemy.orm import Session
 
 from memory.access.policy import Viewer
@@ -36,7 +35,7 @@ from memory.retrieval.candidates import (  # noqa: F401 - the read path's public
 )
 from memory.retrieval.fusion import fuse, to_relevance
 from memory.retrieval.mmr import mmr
-from memory.types import utcnow
+from memory.types import id_in_param, utcnow
 
 LINK_SEEDS = 10
 LINK_FACTOR = 0.5
@@ -115,9 +114,7 @@ def _load_notes(session: Session, note_ids: list[uuid.UUID]) -> dict[uuid.UUID, 
 
 @cache
 def _candidates_statement() -> CompiledStatement:
-    return CompiledStatement(
-        select(*CANDIDATE_COLUMNS).where(Note.id == any_(bindparam("ids", type_=ARRAY(Uuid))))
-    )
+    return CompiledStatement(select(*CANDIDATE_COLUMNS).where(id_in_param(Note.id, "ids")))
 
 
 def _mentioned_speaker(query: str, speakers: set[str]) -> str | None:
@@ -266,7 +263,7 @@ def _pool_vectors_statement() -> CompiledStatement:
         select(NoteVector.note_id, binary_vector(NoteVector.embedding, "embedding")).where(
             NoteVector.tenant_id == bindparam("tenant_id", type_=String),
             NoteVector.user_id == bindparam("user_id", type_=String),
-            NoteVector.note_id == any_(bindparam("ids", type_=ARRAY(Uuid))),
+            id_in_param(NoteVector.note_id, "ids"),
         )
     )
 
