@@ -44,7 +44,8 @@ _NEIGHBOUR = aliased(Note, name="neighbour")
 # The dense route's first look: this many times its limit of the partition's nearest
 # vectors (the access rules drop ~15 % of a typical agent's candidates).
 DENSE_POOL_FACTOR = 2
-LINK_KINDS = ("related", "consolidates", "derived_from")
+# The link kinds one hop of spreading activation follows.
+SPREADING_LINK_KINDS = ("related", "consolidates", "derived_from")
 # Compiled statements per (shape, count, limit): a few dozen in practice.
 SHAPES = lru_cache(maxsize=256)
 
@@ -192,7 +193,7 @@ def linked_route(
 
 @SHAPES
 def _linked_statement(shape: ScopeShape, limit: int) -> CompiledStatement:
-    kinds = [literal_column(f"'{kind}'", String) for kind in LINK_KINDS]
+    kinds = [literal_column(f"'{kind}'", String) for kind in SPREADING_LINK_KINDS]
     return CompiledStatement(
         select(Link.source_id, Link.target_id, Link.weight)
         .join(Note, Note.id == Link.target_id)

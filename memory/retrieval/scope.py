@@ -47,6 +47,8 @@ class SearchFilters:
 
 
 class ScopeShape(NamedTuple):
+    """Which visibility rules and which filters a statement holds (its cache key)."""
+
     viewer: ViewerShape
     kinds: bool
     domains: bool
@@ -57,6 +59,8 @@ class ScopeShape(NamedTuple):
 
 @dataclass(frozen=True)
 class ReadScope:
+    """One search's viewer and filters; `now` decides which notes have expired."""
+
     viewer: Viewer
     filters: SearchFilters = field(default_factory=SearchFilters)
     now: datetime = field(default_factory=utcnow)
