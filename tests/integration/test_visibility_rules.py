@@ -1,5 +1,6 @@
-"""The access rules agree everywhere: SQL (`visible_clause`), notes (`can_see`) and bare
-attributes (`can_see_attributes`, used for events) give the same answer for every case."""
+"""The access rules agree everywhere: SQL (`visible_clause`, and `bound_visible_clause`
+as the read path's compiled statements run it), notes (`can_see`) and bare attributes
+(`can_see_attributes`, used for events) give the same answer for every case."""
 
 from __future__ import annotations
 
@@ -9,10 +10,18 @@ import uuid
 import pytest
 from sqlalchemy import select
 
-from memory.access.policy import Viewer, can_see, can_see_attributes, visible_clause
-from memory.db import session_scope
+from memory.access.policy import (
+    Viewer,
+    bound_visible_clause,
+    can_see,
+    can_see_attributes,
+    viewer_params,
+    viewer_shape,
+    visible_clause,
+)
+from memory.db import CompiledStatement, session_scope
 from memory.notes.models import Note
-from memory.types import VISIBILITIES
+from memory.types import VISIBILITIES, id_in_param
 
 pytestmark = pytest.mark.integration
 
@@ -54,6 +63,14 @@ def test_sql_notes_and_attributes_agree(database_url: str, tenant_id: str, user_
             in_sql = set(
                 session.scalars(select(Note.id).where(Note.id.in_(all_ids), visible_clause(viewer)))
             )
+            bound = CompiledStatement(
+                select(Note.id).where(
+                    id_in_param(Note.id, "ids"), bound_visible_clause(viewer_shape(viewer))
+                )
+            )
+            compiled = {
+                row.id for row in bound.rows(session, {"ids": all_ids, **viewer_params(viewer)})
+            }
             by_note = {n.id for n in [*notes, foreign] if can_see(viewer, n)}
             by_attributes = {
                 n.id
@@ -62,7 +79,7 @@ def test_sql_notes_and_attributes_agree(database_url: str, tenant_id: str, user_
                     viewer, agent_id=n.agent_id, visibility=n.visibility, domain=n.domain
                 )
             }
-            assert in_sql == by_note == by_attributes, viewer
+            assert in_sql == compiled == by_note == by_attributes, viewer
             assert foreign.id not in in_sql
             if not viewer.user_level:
                 assert all(n.visibility != "user-only" for n in notes if n.id in in_sql)
