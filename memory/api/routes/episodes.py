@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, BackgroundTasks, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
 
 from memory.api.deps import PrincipalDep
 from memory.api.identity import require_writer
@@ -54,7 +56,9 @@ def parse_episodes(body: Any) -> list[EpisodeIn]:
         "requestBody": {"required": True, "content": {"application/json": {"schema": _BODY_SCHEMA}}}
     },
 )
-async def post_episodes(request: Request, principal: PrincipalDep) -> EpisodeIds:
+async def post_episodes(
+    request: Request, principal: PrincipalDep, background: BackgroundTasks
+) -> EpisodeIds:
     """Capture one episode or a batch of up to 500; the same idempotency_key gives the same id."""
     episodes = parse_episodes(await read_json(request))
     for episode in episodes:
@@ -73,15 +77,18 @@ async def post_episodes(request: Request, principal: PrincipalDep) -> EpisodeIds
         )
         for e in episodes
     ]
-    from starlette.concurrency import run_in_threadpool
+    results = await run_in_threadpool(_capture, principal.tenant_id, inputs)
+    # Published once the answer is sent: the episodes are already stored, and one that a
+    # crash leaves unpublished is published by the periodic sweep, so the acknowledgement
+    # need not wait for a round trip to Redis on a busy machine.
+    created = [episode_id for episode_id, new in results if new]
+    if created:
+        background.add_task(enqueue_episodes, created)
+    return EpisodeIds(episode_ids=[episode_id for episode_id, _ in results])
 
-    return await run_in_threadpool(_capture, principal.tenant_id, inputs)
 
-
-def _capture(tenant_id: str, inputs: list[EpisodeInput]) -> EpisodeIds:
+def _capture(tenant_id: str, inputs: list[EpisodeInput]) -> list[tuple[uuid.UUID, bool]]:
     # One INSERT (atomic on its own) stores the whole batch: autocommit spares the
     # acknowledgement two round trips (the idempotency look-up after it only reads).
     with session_scope(autocommit=True) as session:
-        results = capture_episodes(session=session, tenant_id=tenant_id, episodes=inputs)
-    enqueue_episodes([episode_id for episode_id, created in results if created])
-    return EpisodeIds(episode_ids=[episode_id for episode_id, _ in results])
+        return capture_episodes(session=session, tenant_id=tenant_id, episodes=inputs)
