@@ -59,18 +59,12 @@ def viewer_params(viewer: Viewer) -> dict[str, Any]:
     }
 
 
-def visible_clause(
-    viewer: Viewer, note: type[Note] = Note, *, scope_by_index: bool = True
-) -> ColumnElement[bool]:
-    """The viewer's notes. `scope_by_index=False` states the same tenant and user
-    condition in a form no index serves (coalesce of NOT NULL columns): for a query whose
-    candidates already come from a per-user index (the per-user term keys, a user's
-    partition of note_vectors), where the planner would otherwise AND in a bitmap of the
-    user's whole scope (98k entries and 6 ms at 100k notes) that filters nothing."""
+def visible_clause(viewer: Viewer, note: type[Note] = Note) -> ColumnElement[bool]:
+    """The viewer's notes, with the viewer's values in the SQL."""
     return _visible(
         note,
         viewer_shape(viewer),
-        scope_by_index,
+        True,
         ids=(viewer.tenant_id, viewer.user_id, viewer.agent_id),
         in_domains=lambda column: column.in_(sorted(viewer.domains)),
     )
@@ -80,7 +74,13 @@ def bound_visible_clause(
     shape: ViewerShape, note: type[Note] = Note, *, scope_by_index: bool = True
 ) -> ColumnElement[bool]:
     """`visible_clause` for every viewer of this shape: the ids and domains are the named
-    parameters `viewer_params` gives values to (for a `memory.db.CompiledStatement`)."""
+    parameters `viewer_params` gives values to (for a `memory.db.CompiledStatement`).
+
+    `scope_by_index=False` states the tenant and user condition in a form no index serves
+    (coalesce of NOT NULL columns): for a query whose candidates already come from a
+    per-user index (the per-user term keys, a user's partition of note_vectors), where
+    the planner would otherwise AND in a bitmap of the user's whole scope (98k entries
+    and 6 ms at 100k notes) that filters nothing."""
     ids = tuple(
         bindparam(f"viewer_{name}", type_=String) for name in ("tenant_id", "user_id", "agent_id")
     )

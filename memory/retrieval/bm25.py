@@ -17,7 +17,7 @@ import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cache, lru_cache, partial
+from functools import cache, partial
 from typing import Any
 
 from sqlalchemy import (
@@ -41,7 +41,7 @@ from memory.access.policy import Viewer
 from memory.db import CompiledStatement
 from memory.notes.lexicon import tsvector_literal, user_terms_match
 from memory.notes.models import LexiconTerm, LexiconTotal, Note
-from memory.retrieval.scope import ReadScope, ScopeShape, scope_conditions
+from memory.retrieval.scope import ReadScope, ScopeShape, scope_conditions, shape_cached
 from memory.types import id_in_param
 
 BM25_K1 = 1.2
@@ -205,7 +205,7 @@ def bm25_route(
     return {row.id: float(row.score) for row in rows}
 
 
-@lru_cache(maxsize=256)
+@shape_cached
 def _bm25_statement(shape: ScopeShape, window: bool, mode: str, limit: int) -> CompiledStatement:
     vector_col = Note.window_terms if window else Note.index_terms
     length_col = Note.window_term_count if window else Note.term_count

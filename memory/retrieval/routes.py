@@ -11,7 +11,6 @@ GIN on tsvector, trigram). Each statement is compiled once per scope shape
 from __future__ import annotations
 
 import uuid
-from functools import lru_cache
 from typing import Any
 
 from pgvector.sqlalchemy import Vector
@@ -34,7 +33,13 @@ from sqlalchemy.orm import Session, aliased
 from memory.db import CompiledStatement
 from memory.links.models import Link
 from memory.notes.models import EMBEDDING_DIMENSION, Note, NoteVector
-from memory.retrieval.scope import ReadScope, ScopeShape, SearchFilters, scope_conditions
+from memory.retrieval.scope import (
+    ReadScope,
+    ScopeShape,
+    SearchFilters,
+    scope_conditions,
+    shape_cached,
+)
 from memory.types import id_in_param
 
 __all__ = ["ReadScope", "SearchFilters"]
@@ -46,8 +51,6 @@ _NEIGHBOUR = aliased(Note, name="neighbour")
 DENSE_POOL_FACTOR = 2
 # The link kinds one hop of spreading activation follows.
 SPREADING_LINK_KINDS = ("related", "consolidates", "derived_from")
-# Compiled statements per (shape, count, limit): a few dozen in practice.
-SHAPES = lru_cache(maxsize=256)
 
 
 def dense_route(
@@ -89,7 +92,7 @@ def _query_distance(column: Any) -> ColumnElement[float]:
     return column.cosine_distance(query)
 
 
-@SHAPES
+@shape_cached
 def _dense_pool_statement(shape: ScopeShape, limit: int) -> CompiledStatement:
     distance = _query_distance(NoteVector.embedding)
     nearest = (
@@ -108,7 +111,7 @@ def _dense_pool_statement(shape: ScopeShape, limit: int) -> CompiledStatement:
     )
 
 
-@SHAPES
+@shape_cached
 def _dense_statement(shape: ScopeShape, limit: int) -> CompiledStatement:
     distance = _query_distance(NoteVector.embedding)
     return CompiledStatement(
@@ -133,7 +136,7 @@ def window_similarity(
     return {row.id: float(row.s) for row in rows}
 
 
-@SHAPES
+@shape_cached
 def _window_statement() -> CompiledStatement:
     similarity = 1.0 - _query_distance(Note.window_embedding)
     return CompiledStatement(
@@ -156,7 +159,7 @@ def verbatim_route(
     return {row.id: float(row.matched) for row in rows}
 
 
-@SHAPES
+@shape_cached
 def _verbatim_statement(shape: ScopeShape, count: int, limit: int) -> CompiledStatement:
     likes = [
         Note.content.ilike(bindparam(f"pattern_{i}", type_=String), escape="\\")
@@ -191,7 +194,7 @@ def linked_route(
     return dict(sorted(spread.items(), key=lambda kv: -kv[1][0])[:limit])
 
 
-@SHAPES
+@shape_cached
 def _linked_statement(shape: ScopeShape, limit: int) -> CompiledStatement:
     kinds = [literal_column(f"'{kind}'", String) for kind in SPREADING_LINK_KINDS]
     return CompiledStatement(
@@ -215,7 +218,7 @@ def adjacent_turns(
     return adjacent
 
 
-@SHAPES
+@shape_cached
 def _adjacent_statement(shape: ScopeShape) -> CompiledStatement:
     seeds = (
         select(Note.id, Note.session_id, Note.turn_seq)

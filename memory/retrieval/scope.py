@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 from sqlalchemy import (
@@ -35,6 +36,10 @@ from memory.access.policy import (
 )
 from memory.notes.models import Note
 from memory.types import utcnow
+
+# Caches a statement builder by its shape arguments (shape, counts, limits): a few dozen
+# compiled statements in practice.
+shape_cached = lru_cache(maxsize=256)
 
 
 @dataclass(frozen=True)
@@ -95,7 +100,7 @@ def scope_conditions(
 ) -> ColumnElement[bool]:
     """Access rules and filters of every scope of this shape (DESIGN.md §7): visible,
     current, not expired, active (or archived when asked for). `scope_by_index=False` for
-    routes whose candidates come from a per-user index (see `visible_clause`)."""
+    routes whose candidates come from a per-user index (see `bound_visible_clause`)."""
     # Constant per shape, so written as literals: the planner sees the same `IN` as ever.
     statuses = ("active", "archived") if shape.include_archived else ("active",)
     now = bindparam("now", type_=DateTime(timezone=True))
