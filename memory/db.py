@@ -159,7 +159,7 @@ def session_scope(
 
 
 class CompiledStatement:
-    """A statement of a hot path (the read path's, the capture's INSERT) compiled once to
+    """A statement of a hot path (the read path's, the write path's) compiled once to
     psycopg's SQL and run on the session's own connection with a dict of values: no
     SQLAlchemy cache key, bind or result processing per execution (a window-similarity
     read of 250 ids: 1.5-2.0 ms of CPU through the Core connection, 0.6-0.8 raw).
@@ -169,8 +169,8 @@ class CompiledStatement:
     compiled statement. So build each one in a cached function of shape arguments only
     (flags, counts, constants), never of a call's values. No expanding IN (use
     `= ANY(array)`), and vector values are passed as text (`memory.notes.vectors.
-    vector_text`), since SQLAlchemy's bind processors do not run. Rows are named tuples
-    of the statement's column labels (or RETURNING's).
+    vector_text`) or as `VectorParam`, since SQLAlchemy's bind processors do not run.
+    Rows are named tuples of the statement's column labels (or RETURNING's).
     """
 
     def __init__(self, statement: Executable) -> None:
@@ -184,19 +184,31 @@ class CompiledStatement:
         """The statement's rows in the session's transaction (its row-level security and
         settings apply), after writing pending changes as an ORM execute would; a database
         error surfaces as SQLAlchemy's, as through the ORM."""
+        values = {**self.constants, **(params or {})}
+        with self._cursor(session, values, many=False) as cursor:
+            cursor.execute(self.sql, values)
+            return cursor.fetchall()
+
+    def run_many(self, session: Session, params: list[dict[str, Any]]) -> None:
+        """Execute the statement once per dict of values (psycopg's executemany: one
+        pipeline, not one round trip each), as `rows()` does; no rows are returned."""
+        values = [{**self.constants, **one} for one in params]
+        with self._cursor(session, values, many=True) as cursor:
+            cursor.executemany(self.sql, values)
+
+    @contextmanager
+    def _cursor(self, session: Session, values: Any, *, many: bool) -> Iterator[Any]:
         if session.autoflush:
             session.flush()
         connection = session.connection()
-        values = {**self.constants, **(params or {})}
         try:
             with connection.connection.driver_connection.cursor(
                 row_factory=namedtuple_row
             ) as cursor:
                 # The engine's listeners (statement capture in tests and probes) see it too.
                 for listener in connection.dispatch.before_cursor_execute:
-                    listener(connection, cursor, self.sql, values, None, False)
-                cursor.execute(self.sql, values)
-                return cursor.fetchall()
+                    listener(connection, cursor, self.sql, values, None, many)
+                yield cursor
         except psycopg.Error as error:
             raise DBAPIError.instance(self.sql, values, error, psycopg.Error) from error
 

@@ -13,19 +13,21 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from functools import cache
 
-from sqlalchemy import select, union_all
+from sqlalchemy import ARRAY, String, bindparam, func, select, update
 from sqlalchemy.orm import Session
 
 from memory.activation.model import initial_half_life
 from memory.clients.llm import LlmClient
 from memory.config import Settings
+from memory.db import CompiledStatement
 from memory.episodes.extraction import ExtractedFact, extract_facts
 from memory.episodes.models import Episode
-from memory.notes.construct import NoteDraft, construct_note, neighbour_line
+from memory.episodes.neighbours import neighbour_lines
+from memory.notes.construct import NoteDraft, construct_note
 from memory.notes.models import Note, NoteSource
-from memory.types import NOTE_KINDS, utcnow
+from memory.types import NOTE_KINDS, Timestamp, Uuid, utcnow
 
 # Explicit memories and tool results may hold several facts; chat turns stay whole
 # (retrieval-notes.md: one unit per turn keeps the evidence together).
@@ -69,61 +71,6 @@ def _has_notes(session: Session, episode_id: uuid.UUID) -> bool:
         )
         is not None
     )
-
-
-NEIGHBOURS_EACH_SIDE = 2  # ±2 turns measured better than ±1 on LoCoMo (window BM25)
-
-
-def _neighbours(session: Session, episode: Episode) -> list[str]:
-    """Up to two turns before and after, same session, as "Speaker: text" lines, nearest
-    first (previous, next, the one before, the one after), so a length cap on the window
-    keeps the closest context. One round trip, only the columns the lines need."""
-    scope = (
-        Episode.tenant_id == episode.tenant_id,
-        Episode.user_id == episode.user_id,
-        Episode.session_id == episode.session_id,
-    )
-    columns = (
-        Episode.seq,
-        Episode.content,
-        Episode.role,
-        Episode.speaker,
-        Episode.agent_id,
-        Episode.metadata_.label("meta"),
-    )
-    before = (
-        select(*columns)
-        .where(*scope, Episode.seq < episode.seq)
-        .order_by(Episode.seq.desc())
-        .limit(NEIGHBOURS_EACH_SIDE)
-    )
-    after = (
-        select(*columns)
-        .where(*scope, Episode.seq > episode.seq)
-        .order_by(Episode.seq)
-        .limit(NEIGHBOURS_EACH_SIDE)
-    )
-    rows = list(session.execute(union_all(before.subquery().select(), after.subquery().select())))
-    earlier = sorted((r for r in rows if r.seq < episode.seq), key=lambda r: -r.seq)
-    later = sorted((r for r in rows if r.seq > episode.seq), key=lambda r: r.seq)
-    lines = [
-        neighbour_line(
-            row.content,
-            role=row.role,
-            speaker=row.speaker,
-            agent_id=row.agent_id,
-            metadata=row.meta,
-        )
-        for row in _nearest_first(earlier, later)
-    ]
-    return [line for line in lines if line]
-
-
-def _nearest_first(before: list[Any], after: list[Any]) -> list[Any]:
-    ordered: list[Any] = []
-    for index in range(max(len(before), len(after))):
-        ordered += [side[index] for side in (before, after) if index < len(side)]
-    return ordered
 
 
 LLM_EXTRACT_SCHEMA = {
@@ -199,7 +146,7 @@ def extract_episode(
     if not facts:
         _finish(episode, "NOOP")
         return []
-    neighbours = _neighbours(session, episode)
+    neighbours = neighbour_lines(session, episode)
     drafts = [
         construct_note(
             fact,
@@ -267,19 +214,42 @@ def _finish(episode: Episode, decision: str) -> None:
 def finish_episodes(
     *, session: Session, episode_ids: Sequence[uuid.UUID], decisions: dict[uuid.UUID, str]
 ) -> None:
-    """Mark episodes done once none of their notes is still pending (one query)."""
+    """Mark episodes done once none of their notes is still pending (one statement);
+    an episode that is not `processing` is left as it is."""
     if not episode_ids:
         return
+    ids = sorted(set(episode_ids))  # one row lock order for concurrent deciders
+    now = utcnow()
+    _finish_statement().rows(
+        session,
+        {
+            "finish_ids": ids,
+            "finish_decisions": [decisions.get(i, "ADD") for i in ids],
+            "finish_at": now,
+        },
+    )
+    for episode_id in ids:  # objects loaded here would otherwise keep their old state
+        loaded = session.identity_map.get(session.identity_key(Episode, episode_id))  # type: ignore[arg-type]
+        if loaded is not None:
+            session.expire(loaded)
+
+
+@cache
+def _finish_statement() -> CompiledStatement:
+    given = select(
+        func.unnest(bindparam("finish_ids", type_=ARRAY(Uuid))).label("id"),
+        func.unnest(bindparam("finish_decisions", type_=ARRAY(String))).label("decision"),
+    ).subquery()
     still_pending = (
         select(NoteSource.note_id)
         .join(Note, Note.id == NoteSource.note_id)
         .where(NoteSource.episode_id == Episode.id, Note.status == "pending")
         .exists()
     )
-    finished = session.scalars(
-        select(Episode).where(
-            Episode.id.in_(set(episode_ids)), Episode.status == "processing", ~still_pending
-        )
+    at = bindparam("finish_at", type_=Timestamp)
+    return CompiledStatement(
+        update(Episode)
+        .where(Episode.id == given.c.id, Episode.status == "processing", ~still_pending)
+        .values(status="done", decision=given.c.decision, processed_at=at, updated_at=at)
+        .returning(Episode.id)
     )
-    for episode in finished:
-        _finish(episode, decisions.get(episode.id, "ADD"))

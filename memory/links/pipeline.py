@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
 from sqlalchemy import Select, bindparam, select, text, update
@@ -19,8 +20,9 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from memory.clients.llm import LlmClient
 from memory.config import Settings
+from memory.db import CompiledStatement
 from memory.notes.models import Note
-from memory.notes.similar import similar_notes
+from memory.notes.similar import note_scopes, similar_notes
 from memory.types import utcnow
 
 MAX_KEYWORDS = 12
@@ -34,14 +36,15 @@ def link_notes(
 ) -> dict[uuid.UUID, list[uuid.UUID]]:
     """Link each active note to its similar notes; return {note: linked neighbours, best
     first} for every active, embedded note of `note_ids` (in that order; maybe empty)."""
+    scopes = note_scopes(session, note_ids)
     found = similar_notes(
         session,
         note_ids,
         limit=settings.pipeline.max_links,
         min_similarity=settings.pipeline.link_threshold,
         status="active",
+        scopes=scopes,
     )
-    scopes = _scopes(session, [note_id for note_id, candidates in found.items() if candidates])
     edges: dict[tuple[uuid.UUID, uuid.UUID], tuple[str, str, float]] = {}
     for note_id, candidates in found.items():
         for c in candidates:
@@ -52,15 +55,21 @@ def link_notes(
     return {i: [c.note_id for c in found[i]] for i in dict.fromkeys(note_ids) if i in found}
 
 
-_INSERT_RELATED = text(
-    "INSERT INTO links (id, tenant_id, user_id, source_id, target_id, kind, weight, "
-    "created_by, created_at) "
-    "SELECT id, tenant_id, user_id, source_id, target_id, 'related', weight, 'pipeline', :now "
-    "FROM unnest(CAST(:ids AS uuid[]), CAST(:tenants AS text[]), CAST(:users AS text[]), "
-    "CAST(:sources AS uuid[]), CAST(:targets AS uuid[]), CAST(:weights AS float8[])) "
-    "AS e(id, tenant_id, user_id, source_id, target_id, weight) "
-    "ON CONFLICT DO NOTHING"
-)
+@cache
+def _insert_related_statement() -> CompiledStatement:
+    return CompiledStatement(
+        text(
+            "INSERT INTO links (id, tenant_id, user_id, source_id, target_id, kind, weight, "
+            "created_by, created_at) "
+            "SELECT id, tenant_id, user_id, source_id, target_id, 'related', weight, "
+            "'pipeline', :now "
+            "FROM unnest(CAST(:ids AS uuid[]), CAST(:tenants AS text[]), "
+            "CAST(:users AS text[]), CAST(:sources AS uuid[]), CAST(:targets AS uuid[]), "
+            "CAST(:weights AS float8[])) "
+            "AS e(id, tenant_id, user_id, source_id, target_id, weight) "
+            "ON CONFLICT DO NOTHING RETURNING id"
+        )
+    )
 
 
 def _insert_related(
@@ -71,8 +80,8 @@ def _insert_related(
     if not edges:
         return
     keys = sorted(edges)  # (source, target)
-    session.execute(
-        _INSERT_RELATED,
+    _insert_related_statement().rows(
+        session,
         {
             "ids": [uuid.uuid4() for _ in keys],
             "tenants": [edges[key][0] for key in keys],
@@ -83,15 +92,6 @@ def _insert_related(
             "now": utcnow(),
         },
     )
-
-
-def _scopes(session: Session, note_ids: list[uuid.UUID]) -> dict[uuid.UUID, tuple[str, str]]:
-    if not note_ids:
-        return {}
-    rows = session.execute(
-        select(Note.id, Note.tenant_id, Note.user_id).where(Note.id.in_(note_ids))
-    )
-    return {row.id: (row.tenant_id, row.user_id) for row in rows}
 
 
 def evolve_by_keywords(*, session: Session, linked: dict[uuid.UUID, list[uuid.UUID]]) -> int:

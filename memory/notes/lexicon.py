@@ -65,19 +65,29 @@ def _as_text(value: str | ColumnElement[str]) -> ColumnElement[str]:
     return literal(value, String) if isinstance(value, str) else value
 
 
-def note_terms(note: Note) -> dict[str, list[str]]:
+def note_terms(note: Note | Any) -> dict[str, list[str]]:
+    """The analysed terms of a note's own and window texts (a note, or a row with its
+    `index_text`, `content` and `window_text`)."""
     return {
         "own": analyse(note.index_text or note.content),
         "window": analyse(note.window_text or ""),
     }
 
 
+def term_columns(terms: dict[str, list[str]]) -> dict[str, Any]:
+    """The note columns analysed terms set: tsvectors (raw SQL literals) and lengths."""
+    return {
+        "index_terms": tsvector_literal(terms["own"]),
+        "window_terms": tsvector_literal(terms["window"]),
+        "term_count": len(terms["own"]),
+        "window_term_count": len(terms["window"]),
+    }
+
+
 def apply_terms(note: Note, terms: dict[str, list[str]]) -> None:
-    """Set the note's tsvector columns and lengths from analysed terms (raw SQL literal)."""
-    note.index_terms = tsvector_literal(terms["own"])
-    note.window_terms = tsvector_literal(terms["window"])
-    note.term_count = len(terms["own"])
-    note.window_term_count = len(terms["window"])
+    """Set the note's tsvector columns and lengths from analysed terms."""
+    for column, value in term_columns(terms).items():
+        setattr(note, column, value)
 
 
 _PENDING = "lexicon_pending"

@@ -10,7 +10,6 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     ARRAY,
     BigInteger,
@@ -28,6 +27,7 @@ from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
 from sqlalchemy.orm import Mapped, mapped_column
 
 from memory.db import Base
+from memory.notes.vectors import BinaryVector
 from memory.types import (
     EMBEDDING_DIMENSION,
     NOTE_KINDS,
@@ -129,8 +129,8 @@ class Note(Base):
     term_count: Mapped[int] = mapped_column(Integer, default=0)
     window_term_count: Mapped[int] = mapped_column(Integer, default=0)
     # Searched through its mirror `note_vectors` (kept by a trigger, migration 0004).
-    embedding: Mapped[Any | None] = mapped_column(Vector(EMBEDDING_DIMENSION))
-    window_embedding: Mapped[Any | None] = mapped_column(Vector(EMBEDDING_DIMENSION))
+    embedding: Mapped[Any | None] = mapped_column(BinaryVector(EMBEDDING_DIMENSION))
+    window_embedding: Mapped[Any | None] = mapped_column(BinaryVector(EMBEDDING_DIMENSION))
     embedding_model: Mapped[str | None] = mapped_column(String(128))
 
 
@@ -160,7 +160,7 @@ class NoteVector(Base):
     user_id: Mapped[str] = mapped_column(String(128), primary_key=True)
     note_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
     active: Mapped[bool] = mapped_column(Boolean)
-    embedding: Mapped[Any] = mapped_column(Vector(EMBEDDING_DIMENSION))
+    embedding: Mapped[Any] = mapped_column(BinaryVector(EMBEDDING_DIMENSION))
 
 
 class NoteSource(Base):

@@ -1,9 +1,7 @@
-"""Stages 3-5 of the write path: embed pending notes in batches, then decide each one.
+"""Stages 4-5 of the write path: decide each embedded note (stage 3 is memory.notes.embed).
 
-Invariants: notes to embed are claimed with FOR UPDATE SKIP LOCKED, so concurrent
-workers split a backlog instead of embedding it twice; each note's text is embedded once
-(its window vector is derived from its own and its neighbours' vectors when it is
-decided, memory.notes.window); a note is decided only while `pending` (its lock is
+Invariants: a note's window vector is derived from its own and its neighbours' vectors
+when it is decided (memory.notes.window); a note is decided only while `pending` (its lock is
 awaited, then the state re-checked), so a redelivered task is a no-op; UPDATE and DELETE
 close the old version (valid_to, superseded_by) and never overwrite it; a note's terms
 enter the BM25 statistics exactly when it becomes active. The notes of a batch are decided
@@ -16,20 +14,23 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from functools import cache
 from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from memory.activation.model import record_access
-from memory.clients.embedder import Embedder
 from memory.clients.llm import LlmClient
 from memory.config import Settings
+from memory.db import CompiledStatement
 from memory.episodes.pipeline import finish_episodes
 from memory.links.models import Link
 from memory.notes.decide import Decision, decide_by_rules, decide_with_llm
-from memory.notes.lexicon import apply_terms, index_note_terms, note_terms, unindex_note_terms
+from memory.notes.lexicon import (
+    index_note_terms,
+    unindex_note_terms,
+)
 from memory.notes.models import Note, NoteSource
 from memory.notes.similar import BatchCandidates
 from memory.notes.window import (
@@ -40,58 +41,9 @@ from memory.notes.window import (
     store_windows,
 )
 from memory.ops.audit import record_event
-from memory.types import utcnow
+from memory.types import id_in_param, utcnow
 
 SIMILAR_LIMIT = 5
-
-
-@dataclass(frozen=True)
-class EmbedBatch:
-    """What one embedding run did: notes it embedded, and pending notes embedded long ago
-    whose decision never came (a lost decide task), handed to the decide stage again."""
-
-    embedded: list[uuid.UUID]
-    stale: list[uuid.UUID]
-
-    @property
-    def note_ids(self) -> list[uuid.UUID]:
-        return [*self.embedded, *self.stale]
-
-
-def embed_pending_notes(
-    *, session: Session, embedder: Embedder, limit: int, stale_after_seconds: float = 60
-) -> EmbedBatch:
-    """Embed up to `limit` pending, not yet embedded notes in one batch, one text per note
-    (`embed_text`); window vectors are left to the decide stage.
-
-    Only notes without an embedding are locked: embedded ones awaiting their decision are
-    never held while the model runs (their decide stage would wait on them). Those pending
-    for longer than `stale_after_seconds` since they were embedded are returned as stale.
-    """
-    todo = list(
-        session.scalars(
-            select(Note)
-            .where(Note.status == "pending", Note.embedding.is_(None))
-            .order_by(Note.created_at)
-            .limit(limit)
-            .with_for_update(skip_locked=True)
-        )
-    )
-    if todo:
-        vectors = embedder.embed([n.embed_text or n.content for n in todo])
-        for note, vector in zip(todo, vectors, strict=True):
-            note.embedding = vector
-            note.embedding_model = embedder.model_id
-            apply_terms(note, note_terms(note))
-        session.flush()
-    cutoff = utcnow() - timedelta(seconds=stale_after_seconds)
-    stale = session.scalars(
-        select(Note.id)
-        .where(Note.status == "pending", Note.embedding.is_not(None), Note.updated_at < cutoff)
-        .order_by(Note.created_at)
-        .limit(limit)
-    )
-    return EmbedBatch([n.id for n in todo], list(stale))
 
 
 @dataclass(frozen=True)
@@ -146,8 +98,10 @@ def decide_notes(
         episode_ids=list(episode_decisions),
         decisions=episode_decisions,
     )
-    # Merged (NOOP) or deleted notes left their neighbours' windows: usually no change.
-    refresh_window_vectors(session=session, seeds=seeds)
+    if any(outcome.decision.action != "ADD" for outcome in outcomes):
+        # A merged (NOOP), closed (UPDATE) or deleted note left its neighbours' windows.
+        # After ADDs alone the neighbours are those the windows above were computed from.
+        refresh_window_vectors(session=session, seeds=seeds)
     return outcomes
 
 
@@ -156,14 +110,18 @@ def _sources_by_note(
 ) -> dict[uuid.UUID, list[uuid.UUID]]:
     sources: dict[uuid.UUID, list[uuid.UUID]] = {}
     if note_ids:
-        rows = session.execute(
-            select(NoteSource.note_id, NoteSource.episode_id).where(
-                NoteSource.note_id.in_(note_ids)
-            )
-        )
-        for note_id, episode_id in rows:
-            sources.setdefault(note_id, []).append(episode_id)
+        for row in _sources_statement().rows(session, {"source_note_ids": note_ids}):
+            sources.setdefault(row.note_id, []).append(row.episode_id)
     return sources
+
+
+@cache
+def _sources_statement() -> CompiledStatement:
+    return CompiledStatement(
+        select(NoteSource.note_id, NoteSource.episode_id).where(
+            id_in_param(NoteSource.note_id, "source_note_ids")
+        )
+    )
 
 
 def _batch_windows(session: Session, seeds: WindowSeeds, notes: list[Note]) -> dict[uuid.UUID, Any]:

@@ -33,15 +33,30 @@ import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import numpy as np
-from sqlalchemy import ColumnElement, and_, bindparam, func, select, text, update
+from sqlalchemy import (
+    ARRAY,
+    BigInteger,
+    ColumnElement,
+    Integer,
+    String,
+    and_,
+    bindparam,
+    func,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
+from memory.db import CompiledStatement
 from memory.notes.models import Note
-from memory.notes.vectors import binary_vector, parse_vector
+from memory.notes.vectors import VectorParam, binary_vector, parse_vector
+from memory.types import Uuid, id_in_param, utcnow
 
 # Weights of the note's own vector and of the k-th turn before and after it, nearest
 # weighted most (chosen on LoCoMo recall: benchmarks/README.md "## Ingest").
@@ -84,11 +99,7 @@ def _lock_key(key: SessionKey) -> int:
 def lock_note_windows(*, session: Session, note_ids: Sequence[uuid.UUID]) -> WindowSeeds:
     """Take the advisory locks of the notes' sessions (sorted, so two callers never wait
     on each other in a cycle) and return where the notes sit. Call before locking notes."""
-    rows = session.execute(
-        select(Note.id, Note.tenant_id, Note.user_id, Note.session_id, Note.turn_seq).where(
-            Note.id.in_(list(note_ids))
-        )
-    ).all()
+    rows = _places_statement().rows(session, {"place_note_ids": list(note_ids)})
     turns: dict[SessionKey, set[int]] = defaultdict(set)
     unplaced: list[uuid.UUID] = []
     for row in rows:
@@ -98,19 +109,33 @@ def lock_note_windows(*, session: Session, note_ids: Sequence[uuid.UUID]) -> Win
             turns[(row.tenant_id, row.user_id, row.session_id)].add(int(row.turn_seq))
     keys = sorted({_lock_key(key) for key in turns})
     if keys:
-        session.execute(
-            text("SELECT pg_advisory_xact_lock(k) FROM unnest(CAST(:keys AS bigint[])) AS k"),
-            {"keys": keys},
-        )
+        _lock_statement().rows(session, {"lock_keys": keys})
     return WindowSeeds({k: frozenset(v) for k, v in turns.items()}, tuple(unplaced))
 
 
-def _eligible(key: SessionKey) -> ColumnElement[bool]:
-    tenant_id, user_id, session_id = key
+@cache
+def _places_statement() -> CompiledStatement:
+    return CompiledStatement(
+        select(Note.id, Note.tenant_id, Note.user_id, Note.session_id, Note.turn_seq).where(
+            id_in_param(Note.id, "place_note_ids")
+        )
+    )
+
+
+@cache
+def _lock_statement() -> CompiledStatement:
+    keys = bindparam("lock_keys", type_=ARRAY(BigInteger))
+    return CompiledStatement(
+        text("SELECT pg_advisory_xact_lock(k) FROM unnest(:lock_keys) AS k").bindparams(keys)
+    )
+
+
+def _eligible() -> ColumnElement[bool]:
+    """A session's notes that count as window neighbours (the key given as parameters)."""
     return and_(
-        Note.tenant_id == tenant_id,
-        Note.user_id == user_id,
-        Note.session_id == session_id,
+        Note.tenant_id == bindparam("window_tenant_id", type_=String),
+        Note.user_id == bindparam("window_user_id", type_=String),
+        Note.session_id == bindparam("window_session_id", type_=String),
         Note.turn_seq.is_not(None),
         Note.embedding.is_not(None),
         Note.valid_to.is_(None),
@@ -131,9 +156,29 @@ class _Row:
 def _session_rows(session: Session, key: SessionKey, seeds: frozenset[int]) -> list[Any]:
     """The eligible notes from 2 * TURNS_EACH_SIDE distinct turns before the first seed to
     as many after the last: every turn a refreshed window reads."""
+    tenant_id, user_id, session_id = key
+    rows = _session_rows_statement().rows(
+        session,
+        {
+            "window_tenant_id": tenant_id,
+            "window_user_id": user_id,
+            "window_session_id": session_id,
+            "first_seed": min(seeds),
+            "last_seed": max(seeds),
+        },
+    )
+    return [
+        _Row(row.id, row.turn_seq, parse_vector(row.embedding), parse_vector(row.window_embedding))
+        for row in rows
+    ]
+
+
+@cache
+def _session_rows_statement() -> CompiledStatement:
     reach = 2 * TURNS_EACH_SIDE
-    scope = _eligible(key)
-    first, last = min(seeds), max(seeds)
+    scope = _eligible()
+    first = bindparam("first_seed", type_=Integer)
+    last = bindparam("last_seed", type_=Integer)
     before = (
         select(Note.turn_seq)
         .where(scope, Note.turn_seq < first)
@@ -152,7 +197,7 @@ def _session_rows(session: Session, key: SessionKey, seeds: frozenset[int]) -> l
     )
     low = func.coalesce(select(func.min(before.c.turn_seq)).scalar_subquery(), first)
     high = func.coalesce(select(func.max(after.c.turn_seq)).scalar_subquery(), last)
-    rows = session.execute(
+    return CompiledStatement(
         select(
             Note.id,
             Note.turn_seq,
@@ -162,10 +207,6 @@ def _session_rows(session: Session, key: SessionKey, seeds: frozenset[int]) -> l
         .where(scope, Note.turn_seq.between(low, high))
         .order_by(Note.turn_seq, Note.id)
     )
-    return [
-        _Row(row.id, row.turn_seq, parse_vector(row.embedding), parse_vector(row.window_embedding))
-        for row in rows
-    ]
 
 
 def _affected(turn_list: list[int], seeds: frozenset[int]) -> set[int]:
@@ -229,18 +270,32 @@ def store_windows(*, session: Session, windows: dict[uuid.UUID, np.ndarray]) -> 
     order); objects loaded in `session` are kept in step without a second write."""
     if not windows:
         return
-    table = Note.__table__
-    statement = (
-        update(table)
-        .where(table.c.id == bindparam("b_id"))
-        .values(window_embedding=bindparam("b_window", type_=Note.window_embedding.type))
-    )
     ordered = sorted(windows.items(), key=lambda kv: kv[0])
-    session.execute(statement, [{"b_id": i, "b_window": v} for i, v in ordered])
+    now = utcnow()
+    _store_window_statement().run_many(
+        session,
+        [
+            {"window_note_id": note_id, "window": VectorParam(vector), "window_updated_at": now}
+            for note_id, vector in ordered
+        ],
+    )
     for note_id, vector in ordered:
         loaded = session.identity_map.get(session.identity_key(Note, note_id))  # type: ignore[arg-type]
         if loaded is not None:
             set_committed_value(loaded, "window_embedding", vector)
+
+
+@cache
+def _store_window_statement() -> CompiledStatement:
+    table = Note.__table__
+    return CompiledStatement(
+        update(table)
+        .where(table.c.id == bindparam("window_note_id", type_=Uuid))
+        .values(
+            window_embedding=bindparam("window", type_=table.c.window_embedding.type),
+            updated_at=bindparam("window_updated_at", type_=table.c.updated_at.type),
+        )
+    )
 
 
 def refresh_window_vectors(*, session: Session, seeds: WindowSeeds) -> int:

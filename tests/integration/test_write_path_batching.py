@@ -20,20 +20,25 @@ from memory.episodes.service import EpisodeInput, capture_episodes
 from memory.links.models import Link
 from memory.links.pipeline import evolve_by_keywords, link_notes
 from memory.notes.decide import Candidate
+from memory.notes.embed import embed_pending_notes
 from memory.notes.models import Note, NoteSource
-from memory.notes.pipeline import Outcome, decide_notes, embed_pending_notes
+from memory.notes.pipeline import Outcome, decide_notes
 from memory.notes.similar import similar_notes
+from memory.notes.window import window_vector
 
 pytestmark = pytest.mark.integration
 
 
-def _pending_batch(tenant_id: str, user_id: str, texts: Sequence[str]) -> list[uuid.UUID]:
-    """Capture turns (one session, in order), extract and embed them: one pending batch."""
+def _pending_batch(
+    tenant_id: str, user_id: str, texts: Sequence[str], *, session_id: str | None = None
+) -> list[uuid.UUID]:
+    """Capture turns (each its own session, or all of `session_id` in order), extract and
+    embed them: one pending batch."""
     inputs = [
         EpisodeInput(
             user_id=user_id,
             agent_id="assistant-1",
-            session_id=f"s-{uuid.uuid4().hex[:6]}",
+            session_id=session_id or f"s-{uuid.uuid4().hex[:6]}",
             role="user",
             content=content,
             speaker="Alice",
@@ -93,6 +98,42 @@ def test_a_near_duplicate_within_one_batch_reinforces_the_batchs_earlier_note(
             select(NoteSource.episode_id).where(NoteSource.note_id == first.note_id)
         ).all()
         assert len(sources) == 2  # the duplicate's episode is its provenance too
+
+
+def _window_reads(statements: list[str]) -> int:
+    return sum("vector_send(notes.window_embedding)" in sql for sql in statements)
+
+
+def test_windows_are_read_again_only_when_a_decision_removed_a_neighbour(
+    database_url: str, tenant_id: str, user_id: str
+) -> None:
+    turns = ["I adopted a beagle called Biscuit.", "My favourite colour is blue."]
+    ids = _pending_batch(tenant_id, user_id, turns, session_id="talk")
+    with session_scope() as session, _statements(session) as seen:
+        outcomes = decide_notes(session=session, note_ids=ids, settings=get_settings(), llm=None)
+    assert [o.decision.action for o in outcomes] == ["ADD", "ADD"]
+    assert _window_reads(seen) == 1  # ADDs alone: the first computation stands
+    # A duplicate turn joins the session after them and is merged away:
+    # the windows around it are computed again without it.
+    ids = _pending_batch(tenant_id, user_id, ["My favourite colour is blue."], session_id="talk")
+    with session_scope() as session, _statements(session) as seen:
+        outcomes = decide_notes(session=session, note_ids=ids, settings=get_settings(), llm=None)
+    assert [o.decision.action for o in outcomes] == ["NOOP"]
+    assert _window_reads(seen) == 2
+    with session_scope() as session:
+        notes = session.scalars(
+            select(Note)
+            .where(Note.user_id == user_id, Note.session_id == "talk", Note.status == "active")
+            .order_by(Note.turn_seq)
+        ).all()
+        assert len(notes) == 2
+        for note, other in ((notes[0], notes[1]), (notes[1], notes[0])):
+            before, after = ([], [other.embedding]) if note is notes[0] else ([other.embedding], [])
+            np.testing.assert_allclose(
+                np.asarray(note.window_embedding),
+                window_vector(np.asarray(note.embedding), before, after),
+                atol=1e-5,
+            )
 
 
 def test_a_new_value_within_one_batch_updates_the_batchs_earlier_note(
@@ -276,3 +317,21 @@ def test_an_unchanged_neighbour_is_not_rewritten(
     with session_scope() as session:
         assert evolve_by_keywords(session=session, linked={ids[0]: [ids[1]]}) == 0
         assert _row_version(session, ids[1]) == before
+
+
+def test_embedded_notes_left_undecided_are_handed_over_again_once_stale(
+    database_url: str, tenant_id: str, user_id: str
+) -> None:
+    ids = _pending_batch(tenant_id, user_id, ["I adopted a beagle called Biscuit."])
+    with session_scope() as session:
+        fresh = embed_pending_notes(
+            session=session, embedder=get_embedder(), limit=500, stale_after_seconds=3600
+        )
+        stale = embed_pending_notes(
+            session=session, embedder=get_embedder(), limit=500, stale_after_seconds=-1
+        )
+        note = session.get(Note, ids[0])
+        assert note is not None and note.status == "pending" and note.term_count > 0
+        assert note.embedding_model == get_embedder().model_id
+    assert ids[0] not in fresh.note_ids and fresh.embedded == []
+    assert ids[0] in stale.stale and stale.embedded == []
