@@ -227,6 +227,31 @@ def test_similar_notes_stay_within_the_user(
         assert [c.note_id for c in found[notes[q].id]] == [notes[i].id for i in expected]
 
 
+def test_similar_notes_plan_only_the_users_partition(
+    database_url: str, tenant_id: str, user_id: str
+) -> None:
+    other_user = f"u-{uuid.uuid4().hex[:10]}"
+    _, notes = _seed_two_users(tenant_id, user_id, other_user, 60)
+    with session_scope() as session:
+        captured: list[tuple[str, Any]] = []
+
+        def capture(conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
+            captured.append((statement, params))
+
+        engine = session.get_bind()
+        event.listen(engine, "before_cursor_execute", capture)
+        try:
+            similar_notes(session, [notes[0].id], limit=5)
+        finally:
+            event.remove(engine, "before_cursor_execute", capture)
+        statement, params = captured[-1]
+        cursor = session.connection().connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        cursor.execute("EXPLAIN (COSTS OFF) " + statement, params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    # Pruned before the run: set up per row instead, all 64 partitions' scans appeared.
+    assert set(re.findall(r" on (note_vectors_p\d+)", plan)) == {_partition_of(tenant_id, user_id)}
+
+
 def test_connections_search_hnsw_with_the_configured_candidate_list(
     database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
