@@ -14,8 +14,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from functools import cache
+from typing import Any
 
-from sqlalchemy import ARRAY, String, bindparam, func, select, update
+from psycopg.types.json import Jsonb
+from sqlalchemy import ARRAY, String, bindparam, func, insert, literal, select, update
 from sqlalchemy.orm import Session
 
 from memory.activation.model import initial_half_life
@@ -158,50 +160,84 @@ def extract_episode(
         )
         for fact in facts
     ]
-    notes = [_pending_note(episode, draft, settings) for draft in drafts]
-    session.add_all(notes)
-    session.flush()
-    session.add_all(NoteSource(note_id=n.id, episode_id=episode.id) for n in notes)
-    session.flush()
-    return [n.id for n in notes]
+    rows = [_pending_row(episode, draft, settings) for draft in drafts]
+    _insert_note_statement().run_many(session, rows)
+    return [row["id"] for row in rows]
 
 
-def _pending_note(episode: Episode, draft: NoteDraft, settings: Settings) -> Note:
+def _pending_row(episode: Episode, draft: NoteDraft, settings: Settings) -> dict[str, Any]:
+    """Every column of a new pending note (the statement binds them all; no defaults)."""
     note_id = uuid.uuid4()
     created = utcnow()
-    return Note(
-        id=note_id,
-        lineage_id=note_id,
-        version=1,
-        tenant_id=episode.tenant_id,
-        user_id=episode.user_id,
-        agent_id=episode.agent_id,
-        session_id=episode.session_id,
-        turn_seq=episode.seq,
-        speaker=episode.speaker,
-        content=draft.content,
-        context=draft.context,
-        keywords=list(draft.keywords),
-        tags=list(draft.tags),
-        kind=draft.kind,
-        domain=draft.domain,
-        visibility=draft.visibility,
-        pinned=draft.pinned,
-        status="pending",
-        importance=draft.importance,
-        metadata_=dict(episode.metadata_),
-        occurred_at=episode.occurred_at,
-        created_at=created,
-        valid_from=created,
-        expires_at=draft.ttl_expires_at,
-        access_times=[created],
-        access_count=1,
-        first_access_at=created,
-        last_access_at=created,
-        half_life_hours=initial_half_life(draft.kind, settings.activation),
-        index_text=draft.index_text,
-        window_text=draft.window_text,
-        embed_text=draft.embed_text,
+    return {
+        "id": note_id,
+        "lineage_id": note_id,
+        "version": 1,
+        "tenant_id": episode.tenant_id,
+        "user_id": episode.user_id,
+        "agent_id": episode.agent_id,
+        "session_id": episode.session_id,
+        "turn_seq": episode.seq,
+        "speaker": episode.speaker,
+        "content": draft.content,
+        "context": draft.context,
+        "keywords": list(draft.keywords),
+        "tags": list(draft.tags),
+        "kind": draft.kind,
+        "domain": draft.domain,
+        "visibility": draft.visibility,
+        "pinned": draft.pinned,
+        "status": "pending",
+        "importance": draft.importance,
+        "metadata": Jsonb(dict(episode.metadata_)),
+        "occurred_at": episode.occurred_at,
+        "created_at": created,
+        "updated_at": created,
+        "valid_from": created,
+        "expires_at": draft.ttl_expires_at,
+        "access_times": [created],
+        "access_count": 1,
+        "first_access_at": created,
+        "last_access_at": created,
+        "half_life_hours": initial_half_life(draft.kind, settings.activation),
+        "index_text": draft.index_text,
+        "window_text": draft.window_text,
+        "embed_text": draft.embed_text,
+        "term_count": 0,
+        "window_term_count": 0,
+        "source_episode_id": episode.id,
+    }
+
+
+_PENDING_COLUMNS = (
+    *("id", "lineage_id", "version", "tenant_id", "user_id", "agent_id", "session_id"),
+    *("turn_seq", "speaker", "content", "context", "keywords", "tags", "kind", "domain"),
+    *("visibility", "pinned", "status", "importance", "metadata", "occurred_at"),
+    *("created_at", "updated_at", "valid_from", "expires_at", "access_times"),
+    *("access_count", "first_access_at", "last_access_at", "half_life_hours"),
+    *("index_text", "window_text", "embed_text", "term_count", "window_term_count"),
+)
+
+
+@cache
+def _insert_note_statement() -> CompiledStatement:
+    # The note and its provenance in one statement (the source row's foreign key is
+    # checked at the end of the statement, when the note is there).
+    notes, sources = Note.__table__, NoteSource.__table__
+    note = (
+        insert(notes)
+        .values({name: bindparam(name, type_=notes.c[name].type) for name in _PENDING_COLUMNS})
+        .returning(notes.c.id, notes.c.created_at)
+        .cte("note")
+    )
+    provenance = select(
+        note.c.id,
+        bindparam("source_episode_id", type_=Uuid),
+        literal("extracted"),
+        note.c.created_at,
+    )
+    return CompiledStatement(
+        insert(sources).from_select(["note_id", "episode_id", "relation", "created_at"], provenance)
     )
 
 

@@ -3,9 +3,8 @@
 Invariants: notes to embed are claimed with FOR UPDATE SKIP LOCKED, so concurrent
 workers split a backlog instead of embedding it twice; each note's text is embedded once
 (its window vector is derived from its own and its neighbours' vectors when it is
-decided, memory.notes.window); the note's terms are analysed here, once, so the read
-path finds them ready; a note embedded long ago whose decision never came is handed to
-the decide stage again.
+decided, memory.notes.window; its terms when it becomes active, memory.notes.lexicon);
+a note embedded long ago whose decision never came is handed to the decide stage again.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from sqlalchemy.orm import Session
 
 from memory.clients.embedder import Embedder
 from memory.db import CompiledStatement
-from memory.notes.lexicon import note_terms, term_columns
 from memory.notes.models import Note
 from memory.notes.vectors import VectorParam
 from memory.types import Timestamp, Uuid, utcnow
@@ -74,14 +72,13 @@ def _embedded_values(note: Any, vector: Any, model_id: str, now: datetime) -> di
         "embedding": VectorParam(vector),
         "embedding_model": model_id,
         "updated_at": now,
-        **term_columns(note_terms(note)),
     }
 
 
 @cache
 def _claim_statement() -> CompiledStatement:
     return CompiledStatement(
-        select(Note.id, Note.content, Note.embed_text, Note.index_text, Note.window_text)
+        select(Note.id, Note.content, Note.embed_text)
         .where(Note.status == "pending", Note.embedding.is_(None))
         .order_by(Note.created_at)
         .limit(bindparam("claim_limit", type_=Integer))
@@ -92,8 +89,8 @@ def _claim_statement() -> CompiledStatement:
 @cache
 def _embedded_statement() -> CompiledStatement:
     table = Note.__table__
-    names = ("embedding", "embedding_model", "index_terms", "window_terms", "term_count")
-    columns = (*names, "window_term_count", "updated_at")
+    # No indexed column: the row can be updated in place (HOT) when its page has room.
+    columns = ("embedding", "embedding_model", "updated_at")
     return CompiledStatement(
         update(table)
         .where(table.c.id == bindparam("embedded_id", type_=Uuid))

@@ -65,29 +65,19 @@ def _as_text(value: str | ColumnElement[str]) -> ColumnElement[str]:
     return literal(value, String) if isinstance(value, str) else value
 
 
-def note_terms(note: Note | Any) -> dict[str, list[str]]:
-    """The analysed terms of a note's own and window texts (a note, or a row with its
-    `index_text`, `content` and `window_text`)."""
+def note_terms(note: Note) -> dict[str, list[str]]:
     return {
         "own": analyse(note.index_text or note.content),
         "window": analyse(note.window_text or ""),
     }
 
 
-def term_columns(terms: dict[str, list[str]]) -> dict[str, Any]:
-    """The note columns analysed terms set: tsvectors (raw SQL literals) and lengths."""
-    return {
-        "index_terms": tsvector_literal(terms["own"]),
-        "window_terms": tsvector_literal(terms["window"]),
-        "term_count": len(terms["own"]),
-        "window_term_count": len(terms["window"]),
-    }
-
-
 def apply_terms(note: Note, terms: dict[str, list[str]]) -> None:
-    """Set the note's tsvector columns and lengths from analysed terms."""
-    for column, value in term_columns(terms).items():
-        setattr(note, column, value)
+    """Set the note's tsvector columns and lengths from analysed terms (raw SQL literal)."""
+    note.index_terms = tsvector_literal(terms["own"])
+    note.window_terms = tsvector_literal(terms["window"])
+    note.term_count = len(terms["own"])
+    note.window_term_count = len(terms["window"])
 
 
 _PENDING = "lexicon_pending"
@@ -102,15 +92,18 @@ class _Pending:
 
 def _adjust(session: Session, notes: Iterable[Note], sign: int) -> None:
     """Queue the notes' term counts; they are written once, just before the commit."""
-    pending: _Pending = session.info.setdefault(_PENDING, _Pending())
     for note in notes:
-        terms = note_terms(note)
-        for name in FIELDS:
-            key = (note.tenant_id, note.user_id, name)
-            pending.totals[key] += sign
-            pending.lengths[key] += sign * len(terms[name])
-            for term in set(terms[name]):
-                pending.counts[(*key, term)] += sign
+        _count(session, note, note_terms(note), sign)
+
+
+def _count(session: Session, note: Note, terms: dict[str, list[str]], sign: int) -> None:
+    pending: _Pending = session.info.setdefault(_PENDING, _Pending())
+    for name in FIELDS:
+        key = (note.tenant_id, note.user_id, name)
+        pending.totals[key] += sign
+        pending.lengths[key] += sign * len(terms[name])
+        for term in set(terms[name]):
+            pending.counts[(*key, term)] += sign
 
 
 @event.listens_for(Session, "before_commit")
@@ -166,6 +159,17 @@ def _drop_pending(session: Session) -> None:
 def index_note_terms(*, session: Session, notes: Iterable[Note]) -> None:
     """Count newly active notes in the user's BM25 statistics (written at commit)."""
     _adjust(session, notes, +1)
+
+
+def activate_note_terms(*, session: Session, note: Note) -> None:
+    """Set the terms of a note becoming active and count them in the user's BM25
+    statistics, from one analysis. Set with the activation, not when the note is
+    embedded: the embedding's update then changes no indexed column and can stay HOT,
+    and the activation's update, which changes the indexed status anyway, writes the
+    term indexes once."""
+    terms = note_terms(note)
+    apply_terms(note, terms)
+    _count(session, note, terms, +1)
 
 
 def unindex_note_terms(*, session: Session, notes: Iterable[Note]) -> None:

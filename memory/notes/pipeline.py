@@ -27,10 +27,7 @@ from memory.db import CompiledStatement
 from memory.episodes.pipeline import finish_episodes
 from memory.links.models import Link
 from memory.notes.decide import Decision, decide_by_rules, decide_with_llm
-from memory.notes.lexicon import (
-    index_note_terms,
-    unindex_note_terms,
-)
+from memory.notes.lexicon import activate_note_terms, unindex_note_terms
 from memory.notes.models import Note, NoteSource
 from memory.notes.similar import BatchCandidates
 from memory.notes.window import (
@@ -167,7 +164,7 @@ def _apply(
             )
         )
     note.status = "active"
-    index_note_terms(session=session, notes=[note])
+    activate_note_terms(session=session, note=note)
     _audit(
         session, note, "note.created" if decision.action != "UPDATE" else "note.updated", decision
     )

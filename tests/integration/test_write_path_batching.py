@@ -3,6 +3,7 @@ decisions within a batch as if each note were searched on its own, evolution mer
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -20,7 +21,7 @@ from memory.episodes.service import EpisodeInput, capture_episodes
 from memory.links.models import Link
 from memory.links.pipeline import evolve_by_keywords, link_notes
 from memory.notes.decide import Candidate
-from memory.notes.embed import embed_pending_notes
+from memory.notes.embed import _embedded_statement, embed_pending_notes
 from memory.notes.models import Note, NoteSource
 from memory.notes.pipeline import Outcome, decide_notes
 from memory.notes.similar import similar_notes
@@ -331,7 +332,28 @@ def test_embedded_notes_left_undecided_are_handed_over_again_once_stale(
             session=session, embedder=get_embedder(), limit=500, stale_after_seconds=-1
         )
         note = session.get(Note, ids[0])
-        assert note is not None and note.status == "pending" and note.term_count > 0
+        assert note is not None and note.status == "pending"
         assert note.embedding_model == get_embedder().model_id
+        assert note.term_count == 0 and note.index_terms is None  # set when it is activated
     assert ids[0] not in fresh.note_ids and fresh.embedded == []
     assert ids[0] in stale.stale and stale.embedded == []
+
+
+def test_the_embeddings_update_changes_no_indexed_column() -> None:
+    """So PostgreSQL can update the row in place (HOT) without new index entries; the
+    terms, which two GIN indexes cover, are written with the activation instead."""
+    notes = Note.__table__
+    indexed: set[str] = set()
+    for index in notes.indexes:
+        text_of_index = " ".join(
+            [str(e) for e in index.expressions]
+            + [str(index.dialect_options["postgresql"].get("where", ""))]
+        )
+        indexed |= {c.name for c in notes.columns if re.search(rf"\b{c.name}\b", text_of_index)}
+    assert {"index_terms", "window_terms", "status", "content"} <= indexed
+    assert "embedding" not in indexed
+    set_clause = re.search(r"SET (.*) WHERE", _embedded_statement().sql, re.S)
+    assert set_clause is not None
+    updated = set(re.findall(r"(\w+)=", set_clause.group(1)))
+    assert updated == {"embedding", "embedding_model", "updated_at"}
+    assert not updated & indexed
