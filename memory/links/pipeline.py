@@ -12,9 +12,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from functools import cache
-from typing import Any
 
-from sqlalchemy import Select, bindparam, select, text, update
+from sqlalchemy import bindparam, select, text, update
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -23,7 +22,7 @@ from memory.config import Settings
 from memory.db import CompiledStatement
 from memory.notes.models import Note
 from memory.notes.similar import note_scopes, similar_notes
-from memory.types import utcnow
+from memory.types import Uuid, id_in_param, utcnow
 
 MAX_KEYWORDS = 12
 MAX_TAGS = 10
@@ -104,18 +103,12 @@ def evolve_by_keywords(*, session: Session, linked: dict[uuid.UUID, list[uuid.UU
         return 0
     # Evolution is best effort: skip neighbours another worker is updating, and lock the
     # rest in id order so concurrent link tasks cannot deadlock.
-    locked = _terms(
-        session,
-        select(Note.id, Note.keywords, Note.tags)
-        .where(Note.id.in_(sorted({n for ids in pairs.values() for n in ids})))
-        .order_by(Note.id)
-        .with_for_update(skip_locked=True),
-    )
+    neighbours = sorted({n for ids in pairs.values() for n in ids})
+    locked = _terms(session, _terms_statement(lock=True), neighbours)
     terms = dict(locked)
     unread = [note_id for note_id in pairs if note_id not in terms]
     if unread:
-        query = select(Note.id, Note.keywords, Note.tags).where(Note.id.in_(unread))
-        terms.update(_terms(session, query))
+        terms.update(_terms(session, _terms_statement(lock=False), unread))
     changed = 0
     for note_id, neighbour_ids in pairs.items():
         if note_id not in terms:  # deleted since it was linked
@@ -134,10 +127,19 @@ def evolve_by_keywords(*, session: Session, linked: dict[uuid.UUID, list[uuid.UU
     return changed
 
 
-def _terms(session: Session, query: Select[Any]) -> dict[uuid.UUID, Terms]:
-    return {
-        row.id: (list(row.keywords or []), list(row.tags or [])) for row in session.execute(query)
-    }
+def _terms(
+    session: Session, statement: CompiledStatement, note_ids: list[uuid.UUID]
+) -> dict[uuid.UUID, Terms]:
+    rows = statement.rows(session, {"terms_note_ids": note_ids})
+    return {row.id: (list(row.keywords or []), list(row.tags or [])) for row in rows}
+
+
+@cache
+def _terms_statement(*, lock: bool) -> CompiledStatement:
+    query = select(Note.id, Note.keywords, Note.tags).where(id_in_param(Note.id, "terms_note_ids"))
+    if lock:
+        query = query.order_by(Note.id).with_for_update(skip_locked=True)
+    return CompiledStatement(query)
 
 
 def _store_terms(session: Session, terms: dict[uuid.UUID, Terms]) -> None:
@@ -145,15 +147,14 @@ def _store_terms(session: Session, terms: dict[uuid.UUID, Terms]) -> None:
     objects loaded in `session` are kept in step without a second write."""
     if not terms:
         return
-    table, now = Note.__table__, utcnow()
-    statement = (
-        update(table)
-        .where(table.c.id == bindparam("b_id"))
-        .values(keywords=bindparam("b_keywords"), tags=bindparam("b_tags"), updated_at=now)
-    )
+    now = utcnow()
     ordered = sorted(terms.items())
-    session.execute(
-        statement, [{"b_id": k, "b_keywords": kw, "b_tags": tags} for k, (kw, tags) in ordered]
+    _store_terms_statement().run_many(
+        session,
+        [
+            {"terms_note_id": k, "keywords": kw, "tags": tags, "terms_updated_at": now}
+            for k, (kw, tags) in ordered
+        ],
     )
     for note_id, (keywords, tags) in ordered:
         loaded = session.identity_map.get(session.identity_key(Note, note_id))  # type: ignore[arg-type]
@@ -161,6 +162,20 @@ def _store_terms(session: Session, terms: dict[uuid.UUID, Terms]) -> None:
             set_committed_value(loaded, "keywords", keywords)
             set_committed_value(loaded, "tags", tags)
             set_committed_value(loaded, "updated_at", now)
+
+
+@cache
+def _store_terms_statement() -> CompiledStatement:
+    table = Note.__table__
+    return CompiledStatement(
+        update(table)
+        .where(table.c.id == bindparam("terms_note_id", type_=Uuid))
+        .values(
+            keywords=bindparam("keywords", type_=table.c.keywords.type),
+            tags=bindparam("tags", type_=table.c.tags.type),
+            updated_at=bindparam("terms_updated_at", type_=table.c.updated_at.type),
+        )
+    )
 
 
 def _merge(current: Sequence[str] | None, extra: Sequence[str] | None, limit: int) -> list[str]:

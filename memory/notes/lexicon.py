@@ -73,11 +73,19 @@ def note_terms(note: Note) -> dict[str, list[str]]:
 
 
 def apply_terms(note: Note, terms: dict[str, list[str]]) -> None:
-    """Set the note's tsvector columns and lengths from analysed terms (raw SQL literal)."""
-    note.index_terms = tsvector_literal(terms["own"])
-    note.window_terms = tsvector_literal(terms["window"])
-    note.term_count = len(terms["own"])
-    note.window_term_count = len(terms["window"])
+    """Set the note's tsvector columns and lengths from analysed terms."""
+    for column, value in _term_columns(terms).items():
+        setattr(note, column, value)
+
+
+def _term_columns(terms: dict[str, list[str]]) -> dict[str, Any]:
+    """The tsvector columns (raw SQL literals) and lengths of analysed terms."""
+    return {
+        "index_terms": tsvector_literal(terms["own"]),
+        "window_terms": tsvector_literal(terms["window"]),
+        "term_count": len(terms["own"]),
+        "window_term_count": len(terms["window"]),
+    }
 
 
 _PENDING = "lexicon_pending"
@@ -161,15 +169,15 @@ def index_note_terms(*, session: Session, notes: Iterable[Note]) -> None:
     _adjust(session, notes, +1)
 
 
-def activate_note_terms(*, session: Session, note: Note) -> None:
-    """Set the terms of a note becoming active and count them in the user's BM25
-    statistics, from one analysis. Set with the activation, not when the note is
-    embedded: the embedding's update then changes no indexed column and can stay HOT,
+def activate_note_terms(*, session: Session, note: Note) -> dict[str, Any]:
+    """The term columns of a note becoming active, counted in the user's BM25 statistics
+    from the same analysis; the caller writes them with the activation. Not written when
+    the note is embedded: that update then changes no indexed column and can stay HOT,
     and the activation's update, which changes the indexed status anyway, writes the
     term indexes once."""
     terms = note_terms(note)
-    apply_terms(note, terms)
     _count(session, note, terms, +1)
+    return _term_columns(terms)
 
 
 def unindex_note_terms(*, session: Session, notes: Iterable[Note]) -> None:

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from sqlalchemy import delete, select
+import numpy as np
+from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import set_committed_value
 
 from memory.activation.model import record_access
 from memory.clients.llm import LlmClient
@@ -30,6 +32,7 @@ from memory.notes.decide import Decision, decide_by_rules, decide_with_llm
 from memory.notes.lexicon import activate_note_terms, unindex_note_terms
 from memory.notes.models import Note, NoteSource
 from memory.notes.similar import BatchCandidates
+from memory.notes.vectors import VectorParam
 from memory.notes.window import (
     WindowSeeds,
     changed_windows,
@@ -38,7 +41,7 @@ from memory.notes.window import (
     store_windows,
 )
 from memory.ops.audit import record_event
-from memory.types import id_in_param, utcnow
+from memory.types import Uuid, id_in_param, utcnow
 
 SIMILAR_LIMIT = 5
 
@@ -82,9 +85,7 @@ def decide_notes(
             decision = decide_with_llm(llm, note.content, candidates)
         else:
             decision = decide_by_rules(note.content, note.speaker, candidates, settings.pipeline)
-        if note.id in windows:  # flushed together with the decision
-            note.window_embedding = windows[note.id]
-        active_id = _apply(session, note, decision, episode_ids)
+        active_id = _apply(session, note, decision, episode_ids, windows.get(note.id))
         batch.record(note, decision)
         outcomes.append(Outcome(note.id, decision, active_id))
         for episode_id in episode_ids:
@@ -131,8 +132,13 @@ def _batch_windows(session: Session, seeds: WindowSeeds, notes: list[Note]) -> d
 
 
 def _apply(
-    session: Session, note: Note, decision: Decision, episode_ids: list[uuid.UUID]
+    session: Session,
+    note: Note,
+    decision: Decision,
+    episode_ids: list[uuid.UUID],
+    window: np.ndarray | None,
 ) -> uuid.UUID | None:
+    """Apply the decision; a new window (None: unchanged) is written with the note."""
     now = utcnow()
     target = session.get(Note, decision.target_id) if decision.target_id else None
     if decision.action == "NOOP" and target is not None:
@@ -148,6 +154,8 @@ def _apply(
     if decision.action in ("UPDATE", "DELETE") and target is not None:
         _close(session, target, now, superseded_by=note.id if decision.action == "UPDATE" else None)
         if decision.action == "DELETE":
+            if window is not None:
+                note.window_embedding = window
             note.status = "deleted"
             note.valid_to = now
             _audit(session, target, "note.invalidated", decision)
@@ -163,12 +171,41 @@ def _apply(
                 weight=1.0,
             )
         )
-    note.status = "active"
-    activate_note_terms(session=session, note=note)
+    _activate(session, note, window)
     _audit(
         session, note, "note.created" if decision.action != "UPDATE" else "note.updated", decision
     )
     return note.id
+
+
+def _activate(session: Session, note: Note, window: np.ndarray | None) -> None:
+    """The note becomes active with its terms (and new window) in one compiled UPDATE;
+    the loaded object is kept in step, so the ORM does not write these columns again."""
+    values: dict[str, Any] = {
+        "status": "active",
+        "updated_at": utcnow(),
+        **activate_note_terms(session=session, note=note),
+    }
+    bound = dict(values)
+    if window is not None:
+        values["window_embedding"], bound["window_embedding"] = window, VectorParam(window)
+    _activate_statement(with_window=window is not None).run_many(
+        session, [{"activate_note_id": note.id, **bound}]
+    )
+    for column, value in values.items():
+        set_committed_value(note, column, value)
+
+
+@cache
+def _activate_statement(*, with_window: bool) -> CompiledStatement:
+    table = Note.__table__
+    columns = ["status", "updated_at", "index_terms", "window_terms", "term_count"]
+    columns += ["window_term_count", *(["window_embedding"] if with_window else [])]
+    return CompiledStatement(
+        update(table)
+        .where(table.c.id == bindparam("activate_note_id", type_=Uuid))
+        .values({name: bindparam(name, type_=table.c[name].type) for name in columns})
+    )
 
 
 def _reinforce(note: Note, now) -> None:  # type: ignore[no-untyped-def]
