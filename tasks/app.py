@@ -65,7 +65,11 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "broker_connection_timeout": 2,
         "timezone": "UTC",
         "enable_utc": True,
-        "worker_send_task_events": True,
+        # Celery's default: task events only while a monitor asks for them. Flower turns
+        # them on in every worker when it starts (and again every few seconds), so its
+        # task views still fill; without a monitor, each task skips three Redis publishes
+        # (received, started, succeeded) that nothing reads.
+        "worker_send_task_events": False,
         # No extra "task-sent" event per publish: it costs a Redis write on the capture path;
         # Flower still shows received/started/succeeded from the worker events.
         "task_send_sent_event": False,
