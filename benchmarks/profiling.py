@@ -17,13 +17,17 @@ from pathlib import Path
 # (function, a piece of its file path) of collapsed frames "function (path:line)".
 STAGES: dict[str, tuple[tuple[str, str], ...]] = {
     "extract + construct": (("extract_episode", "episodes/pipeline"),),
-    "embed (embed_pending_notes)": (("embed_pending_notes", "notes/pipeline"),),
+    "embed (embed_pending_notes)": (("embed_pending_notes", "notes/embed"),),
     "  onnx Session.run": (("Session.run", "onnxruntime"),),
     "decide (decide_notes)": (("decide_notes", "notes/pipeline"),),
     "  similar_notes query": (("similar_notes", "notes/similar"),),
-    "  BM25 term index": (("index_note_terms", "lexicon"),),
+    "  BM25 term index": (("activate_note_terms", "lexicon"), ("index_note_terms", "lexicon")),
     "link + evolve": (("link_notes", "links/pipeline"), ("evolve_by_keywords", "links")),
     "SQL commit/flush": (("Session.commit", "sqlalchemy/orm"), ("Session.flush", "sqlalchemy/orm")),
+    "compiled statements": (
+        ("CompiledStatement.rows", "memory/db"),
+        ("CompiledStatement.run_many", "memory/db"),
+    ),
     "waiting on PostgreSQL (psycopg)": (("Connection.wait", "psycopg"),),
     "Redis I/O": (("send_packed_command", "redis"), ("_read_from_socket", "redis")),
     "publishing tasks": (("apply_async", "celery"),),

@@ -10,6 +10,7 @@ turns share most of their neighbours.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections import OrderedDict
 from functools import cache
@@ -27,6 +28,7 @@ NEIGHBOURS_EACH_SIDE = 2  # ±2 turns measured better than ±1 on LoCoMo (window
 # thousand cover every session in flight.
 _LINE_CACHE_SIZE = 4096
 _lines: OrderedDict[uuid.UUID, str] = OrderedDict()
+_lines_lock = threading.Lock()
 
 
 def neighbour_lines(session: Session, episode: Episode) -> list[str]:
@@ -47,20 +49,18 @@ def neighbour_lines(session: Session, episode: Episode) -> list[str]:
 
 
 def _line(row: Any) -> str:
-    line = _lines.get(row.id)
-    if line is None:
-        line = neighbour_line(
-            row.content,
-            role=row.role,
-            speaker=row.speaker,
-            agent_id=row.agent_id,
-            metadata=row.meta,
-        )
+    with _lines_lock:
+        line = _lines.get(row.id)
+        if line is not None:
+            _lines.move_to_end(row.id)
+            return line
+    line = neighbour_line(
+        row.content, role=row.role, speaker=row.speaker, agent_id=row.agent_id, metadata=row.meta
+    )
+    with _lines_lock:  # a worker may run tasks on threads (celery -P threads)
         _lines[row.id] = line
         if len(_lines) > _LINE_CACHE_SIZE:
             _lines.popitem(last=False)
-    else:
-        _lines.move_to_end(row.id)
     return line
 
 
