@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Sequence
 from functools import cache
 
-from sqlalchemy import bindparam, select, text, update
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -22,7 +22,8 @@ from memory.config import Settings
 from memory.db import CompiledStatement
 from memory.notes.models import Note
 from memory.notes.similar import note_scopes, similar_notes
-from memory.types import Uuid, id_in_param, utcnow
+from memory.notes.writes import note_update
+from memory.types import id_in_param, utcnow
 
 MAX_KEYWORDS = 12
 MAX_TAGS = 10
@@ -149,10 +150,10 @@ def _store_terms(session: Session, terms: dict[uuid.UUID, Terms]) -> None:
         return
     now = utcnow()
     ordered = sorted(terms.items())
-    _store_terms_statement().run_many(
+    note_update(("keywords", "tags", "updated_at")).run_many(
         session,
         [
-            {"terms_note_id": k, "keywords": kw, "tags": tags, "terms_updated_at": now}
+            {"note_id": k, "keywords": kw, "tags": tags, "updated_at": now}
             for k, (kw, tags) in ordered
         ],
     )
@@ -162,20 +163,6 @@ def _store_terms(session: Session, terms: dict[uuid.UUID, Terms]) -> None:
             set_committed_value(loaded, "keywords", keywords)
             set_committed_value(loaded, "tags", tags)
             set_committed_value(loaded, "updated_at", now)
-
-
-@cache
-def _store_terms_statement() -> CompiledStatement:
-    table = Note.__table__
-    return CompiledStatement(
-        update(table)
-        .where(table.c.id == bindparam("terms_note_id", type_=Uuid))
-        .values(
-            keywords=bindparam("keywords", type_=table.c.keywords.type),
-            tags=bindparam("tags", type_=table.c.tags.type),
-            updated_at=bindparam("terms_updated_at", type_=table.c.updated_at.type),
-        )
-    )
 
 
 def _merge(current: Sequence[str] | None, extra: Sequence[str] | None, limit: int) -> list[str]:

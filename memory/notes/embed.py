@@ -15,14 +15,15 @@ from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Integer, bindparam, select, update
+from sqlalchemy import Integer, bindparam, select
 from sqlalchemy.orm import Session
 
 from memory.clients.embedder import Embedder
 from memory.db import CompiledStatement
 from memory.notes.models import Note
 from memory.notes.vectors import VectorParam
-from memory.types import Timestamp, Uuid, utcnow
+from memory.notes.writes import note_update
+from memory.types import Timestamp, utcnow
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ def embed_pending_notes(
     now = utcnow()
     if todo:
         vectors = embedder.embed([n.embed_text or n.content for n in todo])
-        _embedded_statement().run_many(
+        note_update(EMBEDDED_COLUMNS).run_many(
             session,
             [
                 _embedded_values(note, vector, embedder.model_id, now)
@@ -66,9 +67,13 @@ def embed_pending_notes(
     return EmbedBatch([n.id for n in todo], [n.id for n in stale])
 
 
+# No indexed column: the row can be updated in place (HOT) when its page has room.
+EMBEDDED_COLUMNS = ("embedding", "embedding_model", "updated_at")
+
+
 def _embedded_values(note: Any, vector: Any, model_id: str, now: datetime) -> dict[str, Any]:
     return {
-        "embedded_id": note.id,
+        "note_id": note.id,
         "embedding": VectorParam(vector),
         "embedding_model": model_id,
         "updated_at": now,
@@ -83,18 +88,6 @@ def _claim_statement() -> CompiledStatement:
         .order_by(Note.created_at)
         .limit(bindparam("claim_limit", type_=Integer))
         .with_for_update(skip_locked=True)
-    )
-
-
-@cache
-def _embedded_statement() -> CompiledStatement:
-    table = Note.__table__
-    # No indexed column: the row can be updated in place (HOT) when its page has room.
-    columns = ("embedding", "embedding_model", "updated_at")
-    return CompiledStatement(
-        update(table)
-        .where(table.c.id == bindparam("embedded_id", type_=Uuid))
-        .values({name: bindparam(name, type_=table.c[name].type) for name in columns})
     )
 
 

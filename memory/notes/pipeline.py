@@ -1,12 +1,13 @@
-"""Stages 4-5 of the write path: decide each embedded note (stage 3 is memory.notes.embed).
+"""Stages 4-5 of the write path: decide each embedded note (stage 3: memory.notes.embed).
 
 Invariants: a note's window vector is derived from its own and its neighbours' vectors
-when it is decided (memory.notes.window); a note is decided only while `pending` (its lock is
-awaited, then the state re-checked), so a redelivered task is a no-op; UPDATE and DELETE
-close the old version (valid_to, superseded_by) and never overwrite it; a note's terms
-enter the BM25 statistics exactly when it becomes active. The notes of a batch are decided
-one after the other, each against the active notes at that moment, the batch's earlier
-decisions included (BatchCandidates), with one nearest-neighbour query for the batch.
+when it is decided (memory.notes.window); a note is decided only while `pending` (its
+lock is awaited, then the state re-checked), so a redelivered task is a no-op; UPDATE
+and DELETE close the old version (valid_to, superseded_by) and never overwrite it; a
+note's terms are written, and enter the BM25 statistics, exactly when it becomes active.
+The notes of a batch are decided one after the other, each against the active notes at
+that moment, the batch's earlier decisions included (BatchCandidates), with one
+nearest-neighbour query per user of the batch.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from functools import cache
 from typing import Any
 
 import numpy as np
-from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -40,8 +41,9 @@ from memory.notes.window import (
     refresh_window_vectors,
     store_windows,
 )
+from memory.notes.writes import note_update
 from memory.ops.audit import record_event
-from memory.types import Uuid, id_in_param, utcnow
+from memory.types import id_in_param, utcnow
 
 SIMILAR_LIMIT = 5
 
@@ -189,23 +191,9 @@ def _activate(session: Session, note: Note, window: np.ndarray | None) -> None:
     bound = dict(values)
     if window is not None:
         values["window_embedding"], bound["window_embedding"] = window, VectorParam(window)
-    _activate_statement(with_window=window is not None).run_many(
-        session, [{"activate_note_id": note.id, **bound}]
-    )
+    note_update(tuple(bound)).run_many(session, [{"note_id": note.id, **bound}])
     for column, value in values.items():
         set_committed_value(note, column, value)
-
-
-@cache
-def _activate_statement(*, with_window: bool) -> CompiledStatement:
-    table = Note.__table__
-    columns = ["status", "updated_at", "index_terms", "window_terms", "term_count"]
-    columns += ["window_term_count", *(["window_embedding"] if with_window else [])]
-    return CompiledStatement(
-        update(table)
-        .where(table.c.id == bindparam("activate_note_id", type_=Uuid))
-        .values({name: bindparam(name, type_=table.c[name].type) for name in columns})
-    )
 
 
 def _reinforce(note: Note, now) -> None:  # type: ignore[no-untyped-def]

@@ -48,7 +48,6 @@ from sqlalchemy import (
     func,
     select,
     text,
-    update,
 )
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
@@ -56,7 +55,8 @@ from sqlalchemy.orm.attributes import set_committed_value
 from memory.db import CompiledStatement
 from memory.notes.models import Note
 from memory.notes.vectors import VectorParam, binary_vector, parse_vector
-from memory.types import Uuid, id_in_param, utcnow
+from memory.notes.writes import note_update
+from memory.types import id_in_param, utcnow
 
 # Weights of the note's own vector and of the k-th turn before and after it, nearest
 # weighted most (chosen on LoCoMo recall: benchmarks/README.md "## Ingest").
@@ -272,10 +272,10 @@ def store_windows(*, session: Session, windows: dict[uuid.UUID, np.ndarray]) -> 
         return
     ordered = sorted(windows.items(), key=lambda kv: kv[0])
     now = utcnow()
-    _store_window_statement().run_many(
+    note_update(("window_embedding", "updated_at")).run_many(
         session,
         [
-            {"window_note_id": note_id, "window": VectorParam(vector), "window_updated_at": now}
+            {"note_id": note_id, "window_embedding": VectorParam(vector), "updated_at": now}
             for note_id, vector in ordered
         ],
     )
@@ -283,19 +283,6 @@ def store_windows(*, session: Session, windows: dict[uuid.UUID, np.ndarray]) -> 
         loaded = session.identity_map.get(session.identity_key(Note, note_id))  # type: ignore[arg-type]
         if loaded is not None:
             set_committed_value(loaded, "window_embedding", vector)
-
-
-@cache
-def _store_window_statement() -> CompiledStatement:
-    table = Note.__table__
-    return CompiledStatement(
-        update(table)
-        .where(table.c.id == bindparam("window_note_id", type_=Uuid))
-        .values(
-            window_embedding=bindparam("window", type_=table.c.window_embedding.type),
-            updated_at=bindparam("window_updated_at", type_=table.c.updated_at.type),
-        )
-    )
 
 
 def refresh_window_vectors(*, session: Session, seeds: WindowSeeds) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -174,7 +175,8 @@ def _seed_two_users(tenant: str, a: str, b: str, n: int) -> tuple[np.ndarray, li
     return vectors, notes
 
 
-def _captured_dense(session: Session, viewer: Viewer, vector: np.ndarray) -> tuple[dict, list]:
+def _with_last_plan(session: Session, call: Callable[[], Any]) -> tuple[Any, str]:
+    """`call()`'s result and the plan of the last statement it sent."""
     captured: list[tuple[str, Any]] = []
 
     def capture(conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
@@ -183,10 +185,13 @@ def _captured_dense(session: Session, viewer: Viewer, vector: np.ndarray) -> tup
     engine = session.get_bind()
     event.listen(engine, "before_cursor_execute", capture)
     try:
-        found = r.dense_route(session, r.ReadScope(viewer), vector_text(vector), limit=20)
+        result = call()
     finally:
         event.remove(engine, "before_cursor_execute", capture)
-    return found, captured
+    statement, params = captured[-1]
+    cursor = session.connection().connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    cursor.execute("EXPLAIN (COSTS OFF) " + statement, params)
+    return result, "\n".join(row[0] for row in cursor.fetchall())
 
 
 def test_dense_route_reads_one_partition_and_ranks_exactly(
@@ -197,11 +202,10 @@ def test_dense_route_reads_one_partition_and_ranks_exactly(
     viewer = Viewer(tenant_id, user_id, "main")
     query = np.asarray(_vector(np.random.default_rng(4)))
     with session_scope() as session:
-        found, captured = _captured_dense(session, viewer, query)
-        statement, params = captured[-1]
-        cursor = session.connection().connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-        cursor.execute("EXPLAIN (COSTS OFF) " + statement, params)
-        plan = "\n".join(row[0] for row in cursor.fetchall())
+        found, plan = _with_last_plan(
+            session,
+            lambda: r.dense_route(session, r.ReadScope(viewer), vector_text(query), limit=20),
+        )
     visible = [
         i for i, n in enumerate(notes) if n.visibility != "user-only" and n.status == "active"
     ]
@@ -233,21 +237,7 @@ def test_similar_notes_plan_only_the_users_partition(
     other_user = f"u-{uuid.uuid4().hex[:10]}"
     _, notes = _seed_two_users(tenant_id, user_id, other_user, 60)
     with session_scope() as session:
-        captured: list[tuple[str, Any]] = []
-
-        def capture(conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
-            captured.append((statement, params))
-
-        engine = session.get_bind()
-        event.listen(engine, "before_cursor_execute", capture)
-        try:
-            similar_notes(session, [notes[0].id], limit=5)
-        finally:
-            event.remove(engine, "before_cursor_execute", capture)
-        statement, params = captured[-1]
-        cursor = session.connection().connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-        cursor.execute("EXPLAIN (COSTS OFF) " + statement, params)
-        plan = "\n".join(row[0] for row in cursor.fetchall())
+        _, plan = _with_last_plan(session, lambda: similar_notes(session, [notes[0].id], limit=5))
     # Pruned before the run: set up per row instead, all 64 partitions' scans appeared.
     assert set(re.findall(r" on (note_vectors_p\d+)", plan)) == {_partition_of(tenant_id, user_id)}
 

@@ -21,11 +21,12 @@ from memory.episodes.service import EpisodeInput, capture_episodes
 from memory.links.models import Link
 from memory.links.pipeline import evolve_by_keywords, link_notes
 from memory.notes.decide import Candidate
-from memory.notes.embed import _embedded_statement, embed_pending_notes
+from memory.notes.embed import EMBEDDED_COLUMNS, embed_pending_notes
 from memory.notes.models import Note, NoteSource
 from memory.notes.pipeline import Outcome, decide_notes
 from memory.notes.similar import similar_notes
 from memory.notes.window import window_vector
+from memory.notes.writes import note_update
 
 pytestmark = pytest.mark.integration
 
@@ -352,7 +353,7 @@ def test_the_embeddings_update_changes_no_indexed_column() -> None:
         indexed |= {c.name for c in notes.columns if re.search(rf"\b{c.name}\b", text_of_index)}
     assert {"index_terms", "window_terms", "status", "content"} <= indexed
     assert "embedding" not in indexed
-    set_clause = re.search(r"SET (.*) WHERE", _embedded_statement().sql, re.S)
+    set_clause = re.search(r"SET (.*) WHERE", note_update(EMBEDDED_COLUMNS).sql, re.S)
     assert set_clause is not None
     updated = set(re.findall(r"(\w+)=", set_clause.group(1)))
     assert updated == {"embedding", "embedding_model", "updated_at"}

@@ -1,0 +1,23 @@
+"""Compiled UPDATEs of a note's columns by id, for the write path's hot statements."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from sqlalchemy import bindparam, update
+
+from memory.db import CompiledStatement
+from memory.notes.models import Note
+from memory.types import Uuid
+
+
+@cache
+def note_update(columns: tuple[str, ...]) -> CompiledStatement:
+    """`UPDATE notes SET <column> = :<column>, ... WHERE id = :note_id`: values keyed by
+    column name (vectors as `VectorParam`, since bind processors do not run)."""
+    table = Note.__table__
+    return CompiledStatement(
+        update(table)
+        .where(table.c.id == bindparam("note_id", type_=Uuid))
+        .values({name: bindparam(name, type_=table.c[name].type) for name in columns})
+    )
