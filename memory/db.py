@@ -189,6 +189,10 @@ class CompiledStatement:
             cursor.execute(self.sql, values)
             return cursor.fetchall()
 
+    def run(self, session: Session, params: dict[str, Any]) -> None:
+        """Execute a writing statement once, as `rows()` does; no rows are read back."""
+        self.run_many(session, [params])
+
     def run_many(self, session: Session, params: list[dict[str, Any]]) -> None:
         """Execute the statement once per dict of values (psycopg's executemany: one
         pipeline, not one round trip each), as `rows()` does; no rows are returned."""

@@ -161,7 +161,9 @@ def extract_episode(
         for fact in facts
     ]
     rows = [_pending_row(episode, draft, settings) for draft in drafts]
-    _insert_note_statement().run_many(session, rows)
+    _insert_note_statement(tuple(rows[0])).run_many(
+        session, [{**row, "source_episode_id": episode.id} for row in rows]
+    )
     return [row["id"] for row in rows]
 
 
@@ -205,28 +207,17 @@ def _pending_row(episode: Episode, draft: NoteDraft, settings: Settings) -> dict
         "embed_text": draft.embed_text,
         "term_count": 0,
         "window_term_count": 0,
-        "source_episode_id": episode.id,
     }
 
 
-_PENDING_COLUMNS = (
-    *("id", "lineage_id", "version", "tenant_id", "user_id", "agent_id", "session_id"),
-    *("turn_seq", "speaker", "content", "context", "keywords", "tags", "kind", "domain"),
-    *("visibility", "pinned", "status", "importance", "metadata", "occurred_at"),
-    *("created_at", "updated_at", "valid_from", "expires_at", "access_times"),
-    *("access_count", "first_access_at", "last_access_at", "half_life_hours"),
-    *("index_text", "window_text", "embed_text", "term_count", "window_term_count"),
-)
-
-
 @cache
-def _insert_note_statement() -> CompiledStatement:
+def _insert_note_statement(columns: tuple[str, ...]) -> CompiledStatement:
     # The note and its provenance in one statement (the source row's foreign key is
     # checked at the end of the statement, when the note is there).
     notes, sources = Note.__table__, NoteSource.__table__
     note = (
         insert(notes)
-        .values({name: bindparam(name, type_=notes.c[name].type) for name in _PENDING_COLUMNS})
+        .values({name: bindparam(name, type_=notes.c[name].type) for name in columns})
         .returning(notes.c.id, notes.c.created_at)
         .cte("note")
     )
@@ -256,7 +247,7 @@ def finish_episodes(
         return
     ids = sorted(set(episode_ids))  # one row lock order for concurrent deciders
     now = utcnow()
-    _finish_statement().rows(
+    _finish_statement().run(
         session,
         {
             "finish_ids": ids,
@@ -287,5 +278,4 @@ def _finish_statement() -> CompiledStatement:
         update(Episode)
         .where(Episode.id == given.c.id, Episode.status == "processing", ~still_pending)
         .values(status="done", decision=given.c.decision, processed_at=at, updated_at=at)
-        .returning(Episode.id)
     )

@@ -67,7 +67,7 @@ def _insert_related_statement() -> CompiledStatement:
             "CAST(:users AS text[]), CAST(:sources AS uuid[]), CAST(:targets AS uuid[]), "
             "CAST(:weights AS float8[])) "
             "AS e(id, tenant_id, user_id, source_id, target_id, weight) "
-            "ON CONFLICT DO NOTHING RETURNING id"
+            "ON CONFLICT DO NOTHING"
         )
     )
 
@@ -80,7 +80,7 @@ def _insert_related(
     if not edges:
         return
     keys = sorted(edges)  # (source, target)
-    _insert_related_statement().rows(
+    _insert_related_statement().run(
         session,
         {
             "ids": [uuid.uuid4() for _ in keys],

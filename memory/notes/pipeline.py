@@ -191,7 +191,7 @@ def _activate(session: Session, note: Note, window: np.ndarray | None) -> None:
     bound = dict(values)
     if window is not None:
         values["window_embedding"], bound["window_embedding"] = window, VectorParam(window)
-    note_update(tuple(bound)).run_many(session, [{"note_id": note.id, **bound}])
+    note_update(tuple(bound)).run(session, {"note_id": note.id, **bound})
     for column, value in values.items():
         set_committed_value(note, column, value)
 

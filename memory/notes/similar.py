@@ -35,8 +35,7 @@ def _similar_statement(status: str | None) -> CompiledStatement:
     k rows found only. Joined to notes inside the LATERAL, the planner hash-joined and
     sorted every vector of the user instead, per note of the batch. The user is also
     given as a value, so PostgreSQL prunes the other partitions before it starts: pruned
-    per row only, every partition's scan was set up for each run (2-3 ms of the
-    server's time per statement, for 64 partitions).
+    per row only, the plan held a scan of each of the 64 partitions, set up for each run.
     """
     query, other = aliased(Note, name="q"), aliased(Note, name="n")
     vector = aliased(NoteVector, name="v")
