@@ -66,7 +66,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="ONNX threads for phase 1 (default: every CPU)",
     )
     p.add_argument("--no-beat", action="store_true", help="do not run celery beat")
-    p.add_argument("--worker-nice", type=int, default=0, help="start workers with nice -n N")
+    p.add_argument(
+        "--worker-nice",
+        type=int,
+        default=None,
+        help="the workers' nice value (MUMA_PIPELINE__WORKER_NICE; default: the setting's)",
+    )
     p.add_argument("--drain-timeout", type=float, default=1800.0)
     p.add_argument("--data", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo JSON")
     p.add_argument("--json", type=Path, default=None, help="results path")
@@ -194,6 +199,8 @@ def warm_up(stack: BenchStack, poller: DonePoller, run_id: str, count: int = 24)
 def run(args: argparse.Namespace) -> dict[str, Any]:
     turns, source = load_turns(args.turns, args.data)
     env = dict(item.split("=", 1) for item in args.env)
+    if args.worker_nice is not None:
+        env["MUMA_PIPELINE__WORKER_NICE"] = str(args.worker_nice)
     run_id = uuid.uuid4().hex[:8]
     bodies = [t.episode(run_id=run_id) for t in turns]
     n_lat = min(args.latency_turns, len(bodies))
@@ -203,7 +210,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         env=env,
         beat=not args.no_beat,
         keep=args.keep,
-        worker_nice=args.worker_nice,
     ) as stack:
         print(f"stack up in {stack.home}; turns: {source}", flush=True)
         embedding = get_settings().embedding.model_dump(exclude={"api_key"})  # as services see it

@@ -45,7 +45,6 @@ class BenchStack:
         env: dict[str, str] | None = None,
         beat: bool = True,
         keep: bool = False,
-        worker_nice: int = 0,
         tenant_id: str = "bench",
         home: Path | None = None,
     ) -> None:
@@ -54,7 +53,6 @@ class BenchStack:
         self.extra_env = dict(env or {})
         self.beat = beat
         self.keep = keep
-        self.worker_nice = worker_nice  # run workers below the API's CPU priority
         self.tenant_id = tenant_id
         # A given home is reused across runs (its PostgreSQL data stays); else a temp dir.
         self.home = home or Path(tempfile.mkdtemp(prefix="muma-bench-"))
@@ -203,8 +201,7 @@ class BenchStack:
         self._spawn("api", [*argv, "--port", port, "--no-access-log"])
 
     def _spawn_worker(self, name: str) -> None:
-        nice = ["nice", "-n", str(self.worker_nice)] if self.worker_nice else []
-        argv = [*nice, sys.executable, "-m", "celery", "-A", "tasks.app", "worker", "-Q", QUEUES]
+        argv = [sys.executable, "-m", "celery", "-A", "tasks.app", "worker", "-Q", QUEUES]
         argv += ["-c", str(self.concurrency), "-n", f"{name}-{uuid.uuid4().hex[:4]}@%h"]
         self._spawn(name, [*argv, "--loglevel", "INFO", "--without-gossip", "--without-mingle"])
 

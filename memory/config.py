@@ -160,6 +160,9 @@ class PipelineSettings(_Section):
     dedup_threshold: float = Field(0.95, gt=0, le=1)
     link_threshold: float = Field(0.5, gt=0, le=1)
     max_links: int = Field(5, ge=0)
+    # The workers' nice value (0-19): background work yields the CPUs to the API's
+    # captures and searches on a shared machine, and still gets every idle cycle.
+    worker_nice: int = Field(10, ge=0, le=19)
 
 
 class WorkingSettings(_Section):

@@ -6,6 +6,7 @@ may flush, and never commit, so one unit of work is one transaction.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -30,6 +31,9 @@ from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
 from memory.config import Settings, get_settings
 from memory.errors import InvalidInputError, TransientError
+from memory.runtime.priority import lower_backend_priority
+
+log = logging.getLogger(__name__)
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -95,6 +99,12 @@ def _engine_for(url: str, *, custom_plans: bool = False) -> Engine:
                 # simple statement re-planned each time cost 0.134 ms against 0.052.
                 cursor.execute("SET plan_cache_mode = force_custom_plan")
         dbapi_connection.commit()
+        # A worker below normal priority takes its database work down with it.
+        changed = lower_backend_priority(
+            dbapi_connection.info.backend_pid, dbapi_connection.pgconn.socket
+        )
+        if changed:
+            log.debug("%s", changed)
 
     _ENGINES[key] = engine
     return engine

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_process_init
+from celery.signals import celeryd_after_setup, worker_process_init
 from kombu import Queue
 
 from memory.config import Settings, get_settings
 from memory.errors import TransientError
 from memory.runtime.embedded import resolve_redis_url
+
+log = logging.getLogger(__name__)
 
 QUEUES = ("ingest", "embed", "llm", "maintenance")
 TASK_MODULES = [
@@ -83,6 +86,17 @@ def create_celery_app(settings: Settings | None = None) -> Celery:
 
 
 app = create_celery_app()
+
+
+@celeryd_after_setup.connect
+def _yield_cpu_to_requests(**_: Any) -> None:
+    # Once logging is set up and before the pool forks: its processes inherit the
+    # priority, and each lowers its database backends as it connects
+    # (memory.runtime.priority).
+    from memory.runtime.priority import lower_cpu_priority
+
+    for change in lower_cpu_priority(get_settings().pipeline.worker_nice):
+        log.info("worker CPU priority: %s", change)
 
 
 @worker_process_init.connect

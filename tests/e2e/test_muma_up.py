@@ -78,6 +78,28 @@ def _home_processes(home: Path, settle: float = 5.0) -> list[str]:
         time.sleep(0.2)
 
 
+def _autogroup_nice(pid: int) -> int | None:
+    path = Path(f"/proc/{pid}/autogroup")
+    return int(path.read_text().split()[-1]) if path.is_file() else None
+
+
+def _wait_for_worker_priority(up_pid: int, timeout: float = 60) -> None:
+    """The worker and its pool yield the CPUs (nice 10 by default, and so does the
+    worker's autogroup where the kernel has them); the API keeps priority 0."""
+    deadline = time.monotonic() + timeout
+    while True:
+        children = _descendants(up_pid)
+        api = next(p for p in children if "uvicorn" in " ".join(p.cmdline()))
+        worker = next(p for p in children if "worker" in " ".join(p.cmdline()))
+        workers = [worker, *worker.children(recursive=True)]
+        seen = [p.nice() for p in workers], _autogroup_nice(worker.pid)
+        if seen[0] and set(seen[0]) == {10} and seen[1] in (None, 10):
+            break
+        assert time.monotonic() < deadline, f"worker nice / autogroup nice: {seen}"
+        time.sleep(0.5)
+    assert api.nice() == 0 and _autogroup_nice(api.pid) in (None, 0)
+
+
 def _stop(process: subprocess.Popen[str]) -> float:
     started = time.monotonic()
     process.send_signal(signal.SIGINT)
@@ -92,6 +114,7 @@ def test_up_serves_restarts_children_and_stops_cleanly(tmp_path: Path) -> None:
     process = _start(home, port, flower_port)
     try:
         _wait_healthy(url, process)
+        _wait_for_worker_priority(process.pid)
         credentials = json.loads((home / "credentials.json").read_text())
         assert oct((home / "credentials.json").stat().st_mode & 0o777) == "0o600"
         headers = {"Authorization": f"Bearer {credentials['admin_token']}"}
