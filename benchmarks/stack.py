@@ -223,6 +223,7 @@ class BenchStack:
         if pid_file.is_file():
             out["postgres"] = _tree_cpu(int(pid_file.read_text().split()[0]))
         out["benchmark"] = _tree_cpu(os.getpid(), children=False)
+        out["machine (all busy CPU, kernel too)"] = _machine_busy_seconds()
         return out
 
     def log(self, name: str) -> Path:
@@ -272,6 +273,15 @@ def _tree_cpu(pid: int, *, children: bool = True) -> float:
             continue
         total += times.user + times.system
     return total
+
+
+def _machine_busy_seconds() -> float:
+    """Busy CPU seconds of the whole machine since boot (user, nice, system, irq, softirq;
+    not idle, iowait or steal): what no process tree shows, such as the kernel's journal
+    commits for fsync, appears as the difference from the services' sum."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:8]]
+    user, nice, system, _idle, _iowait, irq, softirq = fields
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
 def _stop_group(process: subprocess.Popen[bytes], timeout: float = 20) -> None:

@@ -36,7 +36,7 @@ AUTOGROUP_RETRY_SECONDS = 0.11
 def lower_cpu_priority(nice: int, *, autogroup: Path = AUTOGROUP) -> list[str]:
     """Lower this process (and, as a session leader, its autogroup) to at least `nice`;
     returns what changed or failed, for the caller's log."""
-    if nice <= 0:
+    if nice <= 0 or not hasattr(os, "getpriority"):
         return []
     report: list[str] = []
     current = os.getpriority(os.PRIO_PROCESS, 0)
@@ -52,6 +52,8 @@ def lower_backend_priority(backend_pid: int, client_fd: int) -> str | None:
     """Give the backend `backend_pid` serving the connection on socket `client_fd` this
     process's nice value if that is lower priority than the backend's; returns what
     changed or why not, None when this process runs at normal priority."""
+    if not hasattr(os, "getpriority"):  # not a Unix: no nice values
+        return None
     nice = os.getpriority(os.PRIO_PROCESS, 0)
     if nice <= 0:
         return None
@@ -77,11 +79,11 @@ def _serves_connection(backend_pid: int, client_fd: int) -> bool:
     """
     try:
         with socket.socket(fileno=os.dup(client_fd)) as sock:
-            if sock.family == socket.AF_UNIX:
+            peer_credentials = getattr(socket, "SO_PEERCRED", None)  # Linux only
+            if sock.family == socket.AF_UNIX and peer_credentials is not None:
                 size = struct.calcsize("3i")
-                listener = struct.unpack(
-                    "3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, size)
-                )[0]
+                credentials = sock.getsockopt(socket.SOL_SOCKET, peer_credentials, size)
+                listener = struct.unpack("3i", credentials)[0]
                 return listener > 0 and _parent_pid(backend_pid) == listener
             if sock.family in (socket.AF_INET, socket.AF_INET6):
                 if not ipaddress.ip_address(sock.getpeername()[0]).is_loopback:
