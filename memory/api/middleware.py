@@ -160,6 +160,11 @@ def _refusal(status: int, detail: str) -> JSONResponse:
     return JSONResponse({"error": "InvalidInputError", "detail": detail}, status_code=status)
 
 
+def _too_large(limit: int) -> JSONResponse:
+    # Built only for a refused request: every request used to build (and discard) one.
+    return _refusal(413, f"body: larger than {limit} bytes")
+
+
 class InputGuardMiddleware:
     """What a request may carry, checked before any route runs.
 
@@ -182,10 +187,9 @@ class InputGuardMiddleware:
         from memory.config import get_settings
 
         limit = get_settings().api.max_body_bytes
-        too_large = _refusal(413, f"body: larger than {limit} bytes")
         length = Headers(scope=scope).get("content-length")
         if length is not None and (not length.isdigit() or int(length) > limit):
-            await too_large(scope, receive, send)
+            await _too_large(limit)(scope, receive, send)
             return
         problem = query_problem(scope.get("query_string", b""))
         if problem is not None:
@@ -200,7 +204,7 @@ class InputGuardMiddleware:
             chunks.append(message.get("body", b""))
             size += len(chunks[-1])
             if size > limit:
-                await too_large(scope, receive, send)
+                await _too_large(limit)(scope, receive, send)
                 return
             if not message.get("more_body", False):
                 break
