@@ -159,6 +159,14 @@ class OnnxEmbedder(Embedder):
         # Without this, idle intra-op threads spin-wait and burn CPU between requests.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+        # x64 CPUs without VNNI (AVX2, AVX-512 before VNNI) multiply uint8 x int8 in pairs
+        # summed into int16 (VPMADDUBSW), which saturates: their vectors drifted from the
+        # ones VNNI CPUs make (on an AVX2 EPYC, a pair at cosine 0.692, 0.705 with exact
+        # products: the conflict band saw it on one machine and not on another). This
+        # runs those products exactly, as VNNI does, so a text gets the same vector on
+        # every CPU, for 10-19 % more CPU per text on AVX2 (benchmarks/README.md, session
+        # 9). CPUs with VNNI are unaffected.
+        options.add_session_config_entry("session.x64quantprecision", "1")
         model: str | bytes = str(self._model_path)
         if self.compute == "int8":
             model = quantize_weight_products(self._model_path.read_bytes())

@@ -190,3 +190,11 @@ def test_int8_vectors_stay_close_to_the_float_ones(onnx: OnnxEmbedder) -> None:
     texts = [t for t in MIXED if t]
     cosines = np.sum(onnx.embed(texts) * as_float.embed(texts), axis=1)
     assert cosines.min() > 0.97 and cosines.mean() > 0.985, cosines
+
+
+def test_int8_products_are_exact_on_cpus_without_vnni(onnx: OnnxEmbedder) -> None:
+    """AVX2's uint8 x int8 products saturate; the session asks onnxruntime to promote
+    them, so every CPU makes the vectors a VNNI CPU makes."""
+    _, session, _, _ = onnx._load()
+    options = session.get_session_options()
+    assert options.get_session_config_entry("session.x64quantprecision") == "1"
