@@ -118,12 +118,14 @@ def _lower_autogroup(autogroup: Path, nice: int) -> str:
         return f"autogroup nice unreadable at {autogroup}"
     if current >= nice:
         return f"autogroup nice already {current}"
-    for attempt in range(3):
+    error: OSError | None = None
+    for _ in range(3):
         try:
             autogroup.write_text(str(nice))
             return f"autogroup nice {current} -> {nice}"
         except OSError as exc:
-            if exc.errno != errno.EAGAIN or attempt == 2:
-                return f"autogroup nice left at {current}: {exc}"
+            error = exc
+            if exc.errno != errno.EAGAIN:
+                break
             time.sleep(AUTOGROUP_RETRY_SECONDS)
-    return f"autogroup nice left at {current}"
+    return f"autogroup nice left at {current}: {error}"
