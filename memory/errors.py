@@ -18,6 +18,20 @@ class MemoryServiceError(Exception):
     def to_dict(self) -> dict[str, Any]:
         return {"error": type(self).__name__, "detail": self.message, **self.ids}
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled whole (ids and a subclass's own fields, e.g. the model's last output):
+        # Celery replaces an exception that does not round-trip by a bare base class.
+        return (_rebuild_error, (type(self), self.message, dict(self.__dict__)))
+
+
+def _rebuild_error(
+    cls: type[MemoryServiceError], message: str, state: dict[str, Any]
+) -> MemoryServiceError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, message)
+    error.__dict__.update(state)
+    return error
+
 
 class NotFoundError(MemoryServiceError):
     status_code = 404

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-import uuid
+import random
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from memory.config import get_settings
 from memory.db import session_scope
 from memory.errors import TransientError
-from memory.ops.dead_letters import record_dead_letter
+from memory.ops.dead_letters import TaskFailure, record_task_failure
 
 log = logging.getLogger(__name__)
 
@@ -23,17 +23,34 @@ class DbTask(Task):  # type: ignore[misc]
     """Base for every MUMA task: thin wrappers over domain functions.
 
     Late acks plus reject-on-worker-lost mean a killed worker's task is redelivered; the
-    domain functions are idempotent, so a redelivery never duplicates work.
+    domain functions are idempotent, so a redelivery never duplicates work. A
+    TransientError is retried after `retry_delay(n)` until `pipeline.max_attempts` runs
+    have failed; then `on_failure` dead-letters the work.
     """
 
     abstract = True
     acks_late = True
     reject_on_worker_lost = True
-    autoretry_for = (TransientError,)
-    retry_backoff = True
-    retry_backoff_max = 300
-    retry_jitter = True
-    max_retries = get_settings().pipeline.max_attempts - 1
+    retry_backoff_max = 300.0
+
+    @property
+    def max_retries(self) -> int:  # type: ignore[override]
+        return get_settings().pipeline.max_attempts - 1
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(*args, **kwargs)
+        except TransientError as exc:
+            # Past max_retries Celery raises `exc` itself, and on_failure dead-letters it.
+            raise self.retry(exc=exc, countdown=self.retry_delay(self.request.retries)) from exc
+
+    def retry_delay(self, retries: int) -> float:
+        """Seconds before the retry after `retries` earlier retries: exponential in the
+        setting's base, capped, with jitter in its upper half, so it is never zero and
+        workers that failed together do not retry together."""
+        base = get_settings().pipeline.retry_backoff_seconds
+        ceiling = min(self.retry_backoff_max, base * 2**retries)
+        return ceiling * random.uniform(0.5, 1.0)  # jitter: not a secret
 
     @contextmanager
     def session(self) -> Iterator[Session]:
@@ -48,11 +65,13 @@ class DbTask(Task):  # type: ignore[misc]
         kwargs: dict[str, Any],
         einfo: Any,
     ) -> None:
-        """Called once the last attempt failed: keep everything needed to retry it."""
-        # Celery may hand over a serialisable stand-in; the ExceptionInfo keeps the original.
-        exc = getattr(einfo, "exception", None) or exc
-        episode_id = kwargs.get("episode_id") or (args[0] if args and _is_uuid(args[0]) else None)
-        self.dead_letter(list(args), dict(kwargs), exc, str(einfo), episode_id)
+        """Called once the last attempt failed: one dead letter per episode concerned."""
+        # The ExceptionInfo holds billiard's ExceptionWithTraceback; `.exc` is the error.
+        wrapped = getattr(einfo, "exception", None)
+        original = getattr(wrapped, "exc", wrapped)
+        if isinstance(original, BaseException):
+            exc = original
+        self.dead_letter(list(args), dict(kwargs), exc, str(einfo))
 
     def dead_letter(
         self,
@@ -60,32 +79,20 @@ class DbTask(Task):  # type: ignore[misc]
         kwargs: dict[str, Any],
         exc: BaseException,
         traceback: str,
-        episode_id: Any = None,
+        episode_id: str | None = None,
     ) -> None:
-        """Record a dead letter in its own transaction; the episode it concerns is kept."""
+        """Record dead letters in their own transaction; the episodes they concern are kept.
+
+        With `episode_id` the failure is that episode's alone; otherwise the task's ids
+        (episodes, or notes traced to their episodes) are split into a letter per episode.
+        """
         raw_output = getattr(exc, "raw_output", None)
         error = f"{type(exc).__name__}: {exc}"
         if raw_output:
             error += f"\nlast model output: {raw_output[:2000]}"
+        failure = TaskFailure(self.name, args, kwargs, error, traceback, self.request.retries + 1)
         try:
             with session_scope() as session:
-                record_dead_letter(
-                    session=session,
-                    task_name=self.name,
-                    args=args,
-                    kwargs=kwargs,
-                    error=error,
-                    traceback=traceback,
-                    attempts=self.request.retries + 1,
-                    episode_id=uuid.UUID(str(episode_id)) if episode_id else None,
-                )
+                record_task_failure(session=session, failure=failure, episode_id=episode_id)
         except Exception:  # the dead-letter write itself failed: log, never mask the error
             log.exception("could not dead-letter task %s", self.name)
-
-
-def _is_uuid(value: Any) -> bool:
-    try:
-        uuid.UUID(str(value))
-    except ValueError:
-        return False
-    return True

@@ -200,3 +200,37 @@ def celery_worker(database_url: str, redis_url: str) -> Iterator[str]:
         yield name
     finally:
         stop_process_group(process)
+
+
+_SPARE_DBS = iter(range(15, 1, -1))  # embedded Redis: one database per LLM worker
+
+
+@contextlib.contextmanager
+def llm_worker(
+    database_url: str, redis_url: str, chat: Any, name: str, **settings: str
+) -> Iterator[tuple[Any, Any]]:
+    """A real worker whose LLM is a local fake model server answering with `chat`, on a
+    broker database of its own (the suite's deterministic worker never takes its tasks);
+    yields (the server, a Celery app that publishes to that worker). `settings` are
+    extra environment variables for the worker."""
+    from memory.config import load_settings
+    from tasks.app import create_celery_app
+    from tests.support.fake_openai import FakeOpenAI
+
+    broker = claim_local_redis_db() or f"{redis_url.rsplit('/', 1)[0]}/{next(_SPARE_DBS)}"
+    with FakeOpenAI(chat=chat) as server:
+        env = worker_env(
+            MUMA_DATABASE_URL=database_url,
+            MUMA_REDIS_URL=broker,
+            MUMA_LLM__BASE_URL=server.base_url,
+            MUMA_LLM__API_KEY="sk-test",
+            **settings,
+        )
+        name = f"{name}-{uuid.uuid4().hex[:6]}"
+        process = start_worker(env, name=name, concurrency=1)
+        producer = create_celery_app(load_settings(redis_url=broker))
+        try:
+            wait_for_worker(name, app=producer)
+            yield server, producer
+        finally:
+            stop_process_group(process)

@@ -75,6 +75,8 @@ def decide_notes(
             .with_for_update()
         )
     )
+    if not notes:  # all decided already (a redelivered task): nothing left to do
+        return []
     windows = _batch_windows(session, seeds, notes)
     outcomes: list[Outcome] = []
     episode_decisions: dict[uuid.UUID, str] = {}

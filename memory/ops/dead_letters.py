@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select
@@ -10,8 +11,40 @@ from sqlalchemy.orm import Session
 
 from memory.episodes.models import Episode
 from memory.errors import NotFoundError
+from memory.notes.models import NoteSource
 from memory.ops.models import DeadLetter
 from memory.types import utcnow
+
+
+@dataclass(frozen=True)
+class TaskFailure:
+    """A task's last failed attempt: what is needed to run it again."""
+
+    task_name: str
+    args: list[Any]
+    kwargs: dict[str, Any]
+    error: str
+    traceback: str | None
+    attempts: int
+
+
+def record_task_failure(
+    *, session: Session, failure: TaskFailure, episode_id: str | None = None
+) -> list[DeadLetter]:
+    """One dead letter per episode the failed task concerned, each retried alone.
+
+    A stage task's first argument is a list of episode ids or of note ids (traced to
+    their episodes); each letter keeps the part of that list its episode owns, so a retry
+    runs only that episode's work. Work that names no episode gets one letter, visible to
+    admins only (it has no tenant).
+    """
+    if episode_id is not None:
+        groups = {uuid.UUID(str(episode_id)): failure.args}
+    else:
+        groups = _split_by_episode(session, failure.args)
+    if not groups:
+        return [_add_letter(session, failure, failure.args, None)]
+    return [_add_letter(session, failure, args, owner) for owner, args in groups.items()]
 
 
 def record_dead_letter(
@@ -25,24 +58,31 @@ def record_dead_letter(
     attempts: int,
     episode_id: uuid.UUID | None,
 ) -> DeadLetter:
-    """Store the failure; an episode it concerns is marked failed, never dropped."""
+    """Store one failure of one episode (or of none); the episode is marked failed."""
+    failure = TaskFailure(task_name, args, kwargs, error, traceback, attempts)
+    return _add_letter(session, failure, args, episode_id)
+
+
+def _add_letter(
+    session: Session, failure: TaskFailure, args: list[Any], episode_id: uuid.UUID | None
+) -> DeadLetter:
+    """The letter, with its episode's tenant; an unfinished episode becomes `failed`
+    (kept, never dropped), a finished one keeps its status (its notes are searchable)."""
     tenant_id = None
-    if episode_id is None:
-        episode_id = _episode_of_notes(session, args)
-    if episode_id is not None:
-        episode = session.get(Episode, episode_id)
-        if episode is not None:
+    episode = session.get(Episode, episode_id) if episode_id is not None else None
+    if episode is not None:
+        tenant_id = episode.tenant_id
+        if episode.status != "done":
             episode.status = "failed"
-            episode.error = error[:4000]
-            tenant_id = episode.tenant_id
+            episode.error = failure.error[:4000]
     letter = DeadLetter(
         tenant_id=tenant_id,
-        task_name=task_name,
+        task_name=failure.task_name,
         args=args,
-        kwargs=kwargs,
-        error=error,
-        traceback=traceback,
-        attempts=attempts,
+        kwargs=failure.kwargs,
+        error=failure.error,
+        traceback=failure.traceback,
+        attempts=failure.attempts,
         episode_id=episode_id,
     )
     session.add(letter)
@@ -50,19 +90,33 @@ def record_dead_letter(
     return letter
 
 
-def _episode_of_notes(session: Session, args: list[Any]) -> uuid.UUID | None:
-    """For stage tasks whose first argument is a list of note ids: their first episode."""
-    from memory.notes.models import NoteSource
-
-    if not args or not isinstance(args[0], list) or not args[0]:
-        return None
-    try:
-        note_id = uuid.UUID(str(args[0][0]))
-    except ValueError:
-        return None
-    return session.scalar(
-        select(NoteSource.episode_id).where(NoteSource.note_id == note_id).limit(1)
+def _split_by_episode(session: Session, args: list[Any]) -> dict[uuid.UUID, list[Any]]:
+    """{episode id: the task's args with only that episode's ids in the first list}."""
+    ids = _uuid_list(args[0]) if args else []
+    if not ids:
+        return {}
+    owners = {i: i for i in session.scalars(select(Episode.id).where(Episode.id.in_(ids)))}
+    rows = session.execute(
+        select(NoteSource.note_id, NoteSource.episode_id).where(NoteSource.note_id.in_(ids))
     )
+    for note_id, owner in rows:
+        owners.setdefault(note_id, owner)  # a merged note's first source is enough
+    groups: dict[uuid.UUID, list[str]] = {}
+    for item in ids:
+        if item in owners:
+            groups.setdefault(owners[item], []).append(str(item))
+    return {owner: [members, *args[1:]] for owner, members in groups.items()}
+
+
+def _uuid_list(value: Any) -> list[uuid.UUID]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        return []
+    try:
+        return [uuid.UUID(str(item)) for item in value]
+    except ValueError:
+        return []
 
 
 def list_dead_letters(

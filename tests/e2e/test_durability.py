@@ -15,6 +15,7 @@ from sqlalchemy import func, select
 from memory.db import session_scope
 from memory.episodes.models import Episode
 from memory.notes.models import Note, NoteSource
+from memory.ops.models import AuditEvent
 from tests.conftest import make_token
 from tests.support.helpers import episodes_settled, wait_for_episodes, wait_until
 from tests.support.stack import Stack
@@ -91,6 +92,33 @@ def _no_duplicates(episode_ids: list[str]) -> None:
     assert set(statuses.values()) == {"done"}, statuses
     assert all(per_episode.get(i) == 1 for i in ids), per_episode
     assert pending == 0
+    _no_episode_merged_into_itself(ids)
+
+
+def _no_episode_merged_into_itself(episode_ids: list[uuid.UUID]) -> None:
+    """A duplicate extraction that dedup merged away leaves no extra source (the merge
+    keeps one per episode), but it leaves a reinforcement: every note must have been
+    reinforced exactly once per source episode beyond its first."""
+    with session_scope() as session:
+        sources = dict(
+            session.execute(
+                select(NoteSource.note_id, func.count(NoteSource.episode_id.distinct()))
+                .where(NoteSource.episode_id.in_(episode_ids))
+                .group_by(NoteSource.note_id)
+            ).all()
+        )
+        reinforced = dict(
+            session.execute(
+                select(AuditEvent.entity_id, func.count())
+                .where(
+                    AuditEvent.action == "note.reinforced",
+                    AuditEvent.entity_id.in_([str(n) for n in sources]),
+                )
+                .group_by(AuditEvent.entity_id)
+            ).all()
+        )
+    for note_id, count in sources.items():
+        assert reinforced.get(str(note_id), 0) == count - 1, (note_id, count, reinforced)
 
 
 def test_capture_survives_redis_outage(stack: Stack, tenant_id: str) -> None:

@@ -15,20 +15,12 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from memory.config import load_settings
 from memory.db import session_scope
 from memory.episodes.models import Episode
 from memory.episodes.service import EpisodeInput, capture_episodes
 from memory.notes.models import Note
 from memory.ops.models import DeadLetter
-from tasks.app import create_celery_app
-from tests.conftest import (
-    claim_local_redis_db,
-    start_worker,
-    stop_process_group,
-    wait_for_worker,
-    worker_env,
-)
+from tests.conftest import llm_worker
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.helpers import bearer, wait_for_episodes, wait_until
 
@@ -56,23 +48,9 @@ class ModelScript:
 @pytest.fixture(scope="module")
 def llm_stack(database_url: str, redis_url: str) -> Iterator[tuple[FakeOpenAI, ModelScript, Any]]:
     script = ModelScript()
-    broker = claim_local_redis_db() or redis_url.rsplit("/", 1)[0] + "/15"
-    with FakeOpenAI(chat=script) as server:
-        env = worker_env(
-            MUMA_DATABASE_URL=database_url,
-            MUMA_REDIS_URL=broker,
-            MUMA_LLM__BASE_URL=server.base_url,
-            MUMA_LLM__API_KEY="sk-test",
-            MUMA_PIPELINE__MAX_ATTEMPTS="1",
-        )
-        name = f"llm-{uuid.uuid4().hex[:6]}"
-        process = start_worker(env, name=name, concurrency=1)
-        producer = create_celery_app(load_settings(redis_url=broker))
-        try:
-            wait_for_worker(name, app=producer)
-            yield server, script, producer
-        finally:
-            stop_process_group(process)
+    settings = {"MUMA_PIPELINE__MAX_ATTEMPTS": "1"}
+    with llm_worker(database_url, redis_url, script, "llm", **settings) as (server, producer):
+        yield server, script, producer
 
 
 def _capture(tenant_id: str, user_id: str, content: str) -> uuid.UUID:

@@ -61,6 +61,7 @@ class Recorded:
     path: str
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
+    at: float = field(default_factory=time.monotonic)  # when the request arrived
 
 
 def deterministic_vector(text: str, dimension: int) -> list[float]:
