@@ -160,6 +160,11 @@ class PipelineSettings(_Section):
     dedup_threshold: float = Field(0.95, gt=0, le=1)
     link_threshold: float = Field(0.5, gt=0, le=1)
     max_links: int = Field(5, ge=0)
+    # A capture's task that waited this long in the queue (the workers are behind) also
+    # extracts older waiting episodes, so the later stages get batches (tasks.pipeline).
+    # The queue settles near this wait under load: 1.0 held capture→searchable at ~1.2 s
+    # at 50 episodes/s, 0.1 at ~0.2 s for the same CPU (benchmarks/README.md, session 10).
+    backlog_seconds: float = Field(0.1, gt=0, le=60)
     # The workers' nice value (0-19): background work yields the CPUs to the API's
     # captures and searches on a shared machine, and still gets every idle cycle.
     worker_nice: int = Field(10, ge=0, le=19)

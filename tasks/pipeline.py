@@ -32,11 +32,10 @@ log = logging.getLogger(__name__)
 
 BATCH = 50
 # A process_episodes task also takes along up to TAKE_ALONG episodes queued for longer
-# than BACKLOG_SECONDS (the workers are behind): batches for the later stages instead of
-# one note per task. Fresh episodes are left to their own tasks, so a burst still flows
-# through embedding while it is being extracted.
+# than `pipeline.backlog_seconds` (the workers are behind): batches for the later stages
+# instead of one note per task. Fresh episodes are left to their own tasks, so a burst
+# still flows through embedding while it is being extracted.
 TAKE_ALONG = 24
-BACKLOG_SECONDS = 1.0
 EMBED_FLAG = "muma:embed-scheduled"
 # Redis message priorities (0 runs first): finish work in flight before starting new work,
 # so capture-to-searchable latency stays low under a backlog.
@@ -73,7 +72,7 @@ def schedule_embedding() -> None:
 @app.task(base=DbTask, bind=True, name="tasks.pipeline.process_episodes")
 def process_episodes(self: DbTask, episode_ids: list[str], queued_at: float | None = None) -> int:
     """Stages 1-2 for each episode, one transaction each: extract facts, construct notes;
-    then, if this task waited in the queue for BACKLOG_SECONDS or more (or does not say
+    then, if this task waited in the queue for `backlog_seconds` or more (or does not say
     when it was queued), up to TAKE_ALONG of the oldest backlog episodes no other worker
     holds.
 
@@ -86,12 +85,13 @@ def process_episodes(self: DbTask, episode_ids: list[str], queued_at: float | No
     created = sum(_extract_one(self, episode_id, settings, llm)[1] for episode_id in episode_ids)
     if created:
         schedule_embedding()
-    if queued_at is not None and time.time() - queued_at < BACKLOG_SECONDS:
+    backlog_seconds = settings.pipeline.backlog_seconds
+    if queued_at is not None and time.time() - queued_at < backlog_seconds:
         # Episodes queued before this task's were published before it and are already
         # taken (a worker holds or finished them): looking costs a transaction per capture.
         return created
     taken = extra = 0
-    before = utcnow() - timedelta(seconds=BACKLOG_SECONDS)
+    before = utcnow() - timedelta(seconds=backlog_seconds)
     while taken < TAKE_ALONG:
         claimed, notes = _extract_one(self, before, settings, llm)
         if claimed is None:

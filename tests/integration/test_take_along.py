@@ -2,8 +2,8 @@
 
 A capture's task that was delivered quickly has nothing to take along (episodes queued
 before it were published before it and are already held or done), so it must not spend a
-transaction looking; one that waited BACKLOG_SECONDS or more, or an older message that
-does not say when it was queued, takes the oldest queued episodes along.
+transaction looking; one that waited `pipeline.backlog_seconds` or more, or an older
+message that does not say when it was queued, takes the oldest queued episodes along.
 """
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
+from memory.config import get_settings
 from memory.db import session_scope
 from memory.episodes.models import Episode
 from memory.episodes.service import EpisodeInput, capture_episodes
 from memory.types import utcnow
-from tasks.pipeline import BACKLOG_SECONDS, PRIORITY_EXTRACT, process_episodes
+from tasks.pipeline import PRIORITY_EXTRACT, process_episodes
 from tests.support.helpers import wait_for_episodes, wait_until
 
 pytestmark = pytest.mark.integration
@@ -73,7 +74,7 @@ def test_backlog_is_taken_along_only_by_a_task_that_waited(
     time.sleep(2)
     assert _status(backlog) == "queued"  # no look for a backlog
     waited = _capture(tenant_id, user_id)
-    _run(waited, queued_at=time.time() - BACKLOG_SECONDS - 1)
+    _run(waited, queued_at=time.time() - get_settings().pipeline.backlog_seconds - 1)
     wait_until(lambda: _status(backlog) != "queued", timeout=30)  # taken along
 
 
