@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Sequence
 from functools import cache
 
-from sqlalchemy import select, text
+from sqlalchemy import Select, select, text
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -203,11 +203,17 @@ EVOLVE_SYSTEM = (
 def evolve_with_llm(
     *, session: Session, linked: dict[uuid.UUID, list[uuid.UUID]], llm: LlmClient
 ) -> int:
+    """Let the model refresh the context and tags of each new note's neighbours.
+
+    Only current versions are shown to the model or changed: the llm queue may run after
+    a later decision closed a note or its neighbour, and a closed version keeps what it
+    said. Rows are locked only after the model has answered, not during the call.
+    """
     changed = 0
     for note_id, neighbour_ids in linked.items():
         note = session.get(Note, note_id)
-        neighbours = list(session.scalars(select(Note).where(Note.id.in_(neighbour_ids))))
-        if note is None or not neighbours:
+        neighbours = list(session.scalars(_current_notes(neighbour_ids)))
+        if note is None or note.status != "active" or note.valid_to is not None or not neighbours:
             continue
         listing = "\n".join(
             f"{i}. {n.content} | context: {n.context or ''} | tags: {', '.join(n.tags or [])}"
@@ -216,14 +222,26 @@ def evolve_with_llm(
         answer = llm.complete_json(
             EVOLVE_SYSTEM, f"NEW: {note.content}\nOLDER:\n{listing}", EVOLVE_SCHEMA, name="evolve"
         )
-        for item in answer["notes"]:
-            index = item.get("index")
-            if isinstance(index, int) and 0 <= index < len(neighbours):
-                target = neighbours[index]
-                if item.get("context"):
-                    target.context = str(item["context"])[:300]
-                if item.get("tags"):
-                    target.tags = _merge([], [str(t).lower()[:40] for t in item["tags"]], MAX_TAGS)
-                changed += 1
+        chosen = {
+            neighbours[item["index"]].id: item
+            for item in answer["notes"]
+            if isinstance(item.get("index"), int) and 0 <= item["index"] < len(neighbours)
+        }
+        still_current = _current_notes(list(chosen)).with_for_update(skip_locked=True)
+        for target in session.scalars(still_current.execution_options(populate_existing=True)):
+            item = chosen[target.id]
+            if item.get("context"):
+                target.context = str(item["context"])[:300]
+            if item.get("tags"):
+                target.tags = _merge([], [str(t).lower()[:40] for t in item["tags"]], MAX_TAGS)
+            changed += 1
     session.flush()
     return changed
+
+
+def _current_notes(note_ids: list[uuid.UUID]) -> Select[tuple[Note]]:
+    return (
+        select(Note)
+        .where(Note.id.in_(note_ids), Note.status == "active", Note.valid_to.is_(None))
+        .order_by(Note.id)
+    )

@@ -246,10 +246,14 @@ EVENT_TYPES = {
 def note_event_payloads(
     *, session: Session, outcomes: Sequence[Outcome]
 ) -> list[dict[str, object]]:
-    """Events for the per-user stream, built inside the transaction, published after it."""
+    """Events for the per-user stream, built inside the transaction, published after it.
+
+    Each names the note that now carries the fact, or after a DELETE the note whose
+    validity was closed (the deciding note itself is stored deleted, never shown)."""
     payloads: list[dict[str, object]] = []
     for outcome in outcomes:
-        note = session.get(Note, outcome.active_id or outcome.note_id)
+        subject = outcome.active_id or outcome.decision.target_id or outcome.note_id
+        note = session.get(Note, subject)
         if note is None:
             continue
         payloads.append(

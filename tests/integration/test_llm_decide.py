@@ -26,8 +26,9 @@ from memory.episodes.pipeline import LLM_EXTRACT_SYSTEM
 from memory.episodes.service import EpisodeInput, capture_episodes
 from memory.links.models import Link
 from memory.links.pipeline import EVOLVE_SYSTEM
-from memory.notes.decide import DECIDE_SYSTEM
+from memory.notes.decide import DECIDE_SYSTEM, Decision
 from memory.notes.models import Note, NoteSource
+from memory.notes.pipeline import Outcome, note_event_payloads
 from memory.ops.models import AuditEvent, DeadLetter
 from tests.conftest import llm_worker, make_token
 from tests.support.fake_openai import FakeOpenAI
@@ -216,6 +217,11 @@ def test_a_delete_answer_closes_the_old_note_audited_and_keeps_its_history(
     [version] = _viewer_get(api_client, f"/v1/memories/{old.id}/history", user_id, tokens)
     assert version["id"] == str(old.id) and version["content"] == first
     assert version["valid_to"] is not None
+    # The stream's event names the invalidated note, not the deleted statement.
+    outcome = Outcome(new.id, Decision("DELETE", target_id=old.id), active_id=None)
+    with session_scope() as session:
+        [payload] = note_event_payloads(session=session, outcomes=[outcome])
+    assert (payload["type"], payload["note_id"]) == ("note.invalidated", str(old.id))
 
 
 @pytest.mark.parametrize(("action", "target"), [("UPDATE", 1), ("DELETE", -1)])
