@@ -91,8 +91,13 @@ def _add_letter(
 
 
 def _split_by_episode(session: Session, args: list[Any]) -> dict[uuid.UUID, list[Any]]:
-    """{episode id: the task's args with only that episode's ids in the first list}."""
-    ids = _uuid_list(args[0]) if args else []
+    """{episode id: the task's args with only that episode's ids in the first argument}.
+
+    The first argument is one id, a list of ids, or a mapping keyed by ids (evolve's);
+    ids are episodes' or notes' (a note stands for its first source episode).
+    """
+    first = args[0] if args else None
+    ids = _uuid_list(list(first) if isinstance(first, dict | list) else [first])
     if not ids:
         return {}
     owners = {i: i for i in session.scalars(select(Episode.id).where(Episode.id.in_(ids)))}
@@ -101,20 +106,26 @@ def _split_by_episode(session: Session, args: list[Any]) -> dict[uuid.UUID, list
     )
     for note_id, owner in rows:
         owners.setdefault(note_id, owner)  # a merged note's first source is enough
-    groups: dict[uuid.UUID, list[str]] = {}
+    groups: dict[uuid.UUID, list[uuid.UUID]] = {}
     for item in ids:
         if item in owners:
-            groups.setdefault(owners[item], []).append(str(item))
-    return {owner: [members, *args[1:]] for owner, members in groups.items()}
+            groups.setdefault(owners[item], []).append(item)
+    return {owner: [_part(first, members), *args[1:]] for owner, members in groups.items()}
 
 
-def _uuid_list(value: Any) -> list[uuid.UUID]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list):
-        return []
+def _part(first: Any, members: list[uuid.UUID]) -> Any:
+    """The first argument cut down to `members`, in its own shape."""
+    if isinstance(first, dict):
+        wanted = {str(m) for m in members}
+        return {key: value for key, value in first.items() if str(key) in wanted}
+    if isinstance(first, list):
+        return [str(m) for m in members]
+    return first
+
+
+def _uuid_list(values: list[Any]) -> list[uuid.UUID]:
     try:
-        return [uuid.UUID(str(item)) for item in value]
+        return [uuid.UUID(str(value)) for value in values]
     except ValueError:
         return []
 

@@ -131,9 +131,8 @@ def _status(episode_id: uuid.UUID) -> str:
         return episode.status
 
 
-def test_a_failed_note_batch_is_dead_lettered_per_episode_keeping_finished_ones_done(
-    database_url: str, tenant_id: str, user_id: str
-) -> None:
+def _two_notes(tenant_id: str, user_id: str) -> tuple[uuid.UUID, uuid.UUID, list[str]]:
+    """An unfinished and a finished episode, each with one note: (open, done, note ids)."""
     open_episode, done_episode = _capture(tenant_id, user_id, "I like tea.", "I like rain.")
     with session_scope() as session:
         notes = [new_note(tenant_id, user_id, "Ann likes tea."), new_note(tenant_id, user_id, "x")]
@@ -142,7 +141,13 @@ def test_a_failed_note_batch_is_dead_lettered_per_episode_keeping_finished_ones_
         for note, episode_id in zip(notes, (open_episode, done_episode), strict=True):
             session.add(NoteSource(note_id=note.id, episode_id=episode_id))
         session.get(Episode, done_episode).status = "done"  # type: ignore[union-attr]
-        note_ids = [str(n.id) for n in notes]
+        return open_episode, done_episode, [str(n.id) for n in notes]
+
+
+def test_a_failed_note_batch_is_dead_lettered_per_episode_keeping_finished_ones_done(
+    database_url: str, tenant_id: str, user_id: str
+) -> None:
+    open_episode, done_episode, note_ids = _two_notes(tenant_id, user_id)
     failure = TaskFailure("tasks.pipeline.link", [note_ids], {}, "TransientError: x", None, 5)
     with session_scope() as session:
         letters = record_task_failure(session=session, failure=failure)
@@ -153,3 +158,23 @@ def test_a_failed_note_batch_is_dead_lettered_per_episode_keeping_finished_ones_
     }
     assert _status(open_episode) == "failed"
     assert _status(done_episode) == "done"  # its notes are searchable: not marked failed
+
+
+def test_a_mapping_argument_is_split_by_its_keys_and_a_single_id_kept_as_it_was(
+    database_url: str, tenant_id: str, user_id: str
+) -> None:
+    open_episode, done_episode, note_ids = _two_notes(tenant_id, user_id)
+    linked = {note_ids[0]: ["n1"], note_ids[1]: ["n2"]}
+    evolve = TaskFailure("tasks.pipeline.evolve", [linked], {}, "LlmOutputError: x", None, 1)
+    single = TaskFailure("tasks.example", [str(open_episode), "at"], {}, "Boom: x", None, 1)
+    with session_scope() as session:
+        letters = record_task_failure(session=session, failure=evolve)
+        letters += record_task_failure(session=session, failure=single)
+        found = sorted(((str(d.episode_id), d.task_name), d.args) for d in letters)
+    assert found == sorted(
+        [
+            ((str(open_episode), "tasks.pipeline.evolve"), [{note_ids[0]: ["n1"]}]),
+            ((str(done_episode), "tasks.pipeline.evolve"), [{note_ids[1]: ["n2"]}]),
+            ((str(open_episode), "tasks.example"), [str(open_episode), "at"]),
+        ]
+    )
