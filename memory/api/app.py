@@ -51,10 +51,11 @@ def _warm_up() -> None:
 def _freeze_startup_heap() -> None:
     """Move every object alive after start-up out of the collector's reach.
 
-    The modules, the model session and the compiled SQL are ~280k objects that live as
+    The modules, their constants and the model session are ~280k objects that live as
     long as the process. Each full (oldest-generation) collection walked all of them:
-    about 160 ms with the GIL held, every few thousand requests, and a /v1/context that
-    ran into one overran its 150 ms budget (benchmarks/README.md, "LoCoMo", session 10).
+    about 160 ms with the GIL held, every few hundred requests (every 366 in one LoCoMo
+    run), and a /v1/context that ran into one overran its 150 ms budget
+    (benchmarks/README.md, "LoCoMo", session 10).
     Frozen, they are never scanned; what requests allocate is collected as before.
     """
     gc.collect()

@@ -1,5 +1,5 @@
 """The API freezes its start-up heap: a full collection would otherwise walk every
-module, model and compiled-statement object (~160 ms with the GIL held, measured), and a
+object of its modules and model session (~160 ms with the GIL held, measured), and a
 /v1/context that ran into one overran its time budget."""
 
 from __future__ import annotations
