@@ -50,6 +50,11 @@ class SearchFilters:
     until: datetime | None = None
     include_archived: bool = False
 
+    @property
+    def narrows(self) -> bool:
+        """Whether a filter restricts the notes searched (archived notes only widen)."""
+        return bool(self.kinds or self.domains) or self.since is not None or self.until is not None
+
 
 class ScopeShape(NamedTuple):
     """Which visibility rules and which filters a statement holds (its cache key)."""
@@ -110,15 +115,22 @@ def scope_conditions(
         note.valid_to.is_(None),
         or_(note.expires_at.is_(None), note.expires_at > now),
     ]
+    return and_(*parts, *filter_conditions(shape, note))
+
+
+def filter_conditions(shape: ScopeShape, table: Any) -> list[ColumnElement[bool]]:
+    """The search filters of this shape on `table`'s kind, domain and occurred_at (notes,
+    or their mirror note_vectors, which carries the same three columns)."""
+    parts: list[ColumnElement[bool]] = []
     if shape.kinds:
-        parts.append(note.kind == any_(bindparam("filter_kinds", type_=ARRAY(String))))
+        parts.append(table.kind == any_(bindparam("filter_kinds", type_=ARRAY(String))))
     if shape.domains:
-        parts.append(note.domain == any_(bindparam("filter_domains", type_=ARRAY(String))))
+        parts.append(table.domain == any_(bindparam("filter_domains", type_=ARRAY(String))))
     if shape.since:
-        parts.append(note.occurred_at >= bindparam("filter_since", type_=DateTime(timezone=True)))
+        parts.append(table.occurred_at >= bindparam("filter_since", type_=DateTime(timezone=True)))
     if shape.until:
-        parts.append(note.occurred_at <= bindparam("filter_until", type_=DateTime(timezone=True)))
-    return and_(*parts)
+        parts.append(table.occurred_at <= bindparam("filter_until", type_=DateTime(timezone=True)))
+    return parts
 
 
 def _constant(value: str) -> ColumnElement[str]:

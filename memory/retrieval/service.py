@@ -165,8 +165,16 @@ def search_notes(
 
     best = sorted(relevance, key=promise, reverse=True)[:SCORED_CANDIDATES]
     notes = _load_notes(session, best)
-    hits = _score(notes, relevance, found, links, query, now, settings, options)
-    return _select(session, viewer, hits, top_k, options)
+    passed, below = _score(notes, relevance, found, links, query, now, settings, options)
+    chosen = _select(session, viewer, passed, top_k, options)
+    if filters.narrows and len(chosen) < top_k:
+        # A filter names the slice the caller wants ranked ("decisions since Monday"), so
+        # its answer is filled to top_k with the slice's best notes below the retrieval
+        # threshold, after every note above it and flagged `threshold_passed: false`,
+        # rather than answering short as if the filter had starved the routes. Unfiltered
+        # searches and /v1/context keep the threshold as a hard cut (DESIGN.md §5).
+        chosen += below[: top_k - len(chosen)]
+    return chosen
 
 
 def _allows(options: SearchOptions, step: str) -> bool:
@@ -204,7 +212,9 @@ def _score(
     now: datetime,
     settings: Settings,
     options: SearchOptions,
-) -> list[SearchHit]:
+) -> tuple[list[SearchHit], list[SearchHit]]:
+    """(passed, below): the candidates at or above the retrieval threshold and those
+    under it, each best first. Without activation every candidate has passed."""
     ranks = {name: _ranks(scores) for name, scores in found.items()}
     speaker = (
         _mentioned_speaker(query, {n.speaker for n in notes.values() if n.speaker})
@@ -216,7 +226,8 @@ def _score(
         if settings.activation.noise_enabled
         else None
     )
-    hits = []
+    hits: list[SearchHit] = []
+    below: list[SearchHit] = []
     for note_id, note in notes.items():
         boost = SPEAKER_BOOST if speaker is not None and note.speaker == speaker else 0.0
         rel = min(1.0, relevance.get(note_id, 0.0) + boost)
@@ -235,15 +246,15 @@ def _score(
                 first_access=note.first_access_at,
                 link_spread=spread * settings.activation.context_weight,
             )
-            if not breakdown.threshold_passed:
-                continue
             score = breakdown.total
         route_ranks = {name: rk[note_id] for name, rk in ranks.items() if note_id in rk}
         if note_id in links:
             route_ranks["links"] = 1
-        hits.append(SearchHit(note, score, rel, breakdown, route_ranks, spread, boost))
-    hits.sort(key=lambda h: (-h.score, str(h.note.id)))
-    return hits
+        hit = SearchHit(note, score, rel, breakdown, route_ranks, spread, boost)
+        (hits if breakdown is None or breakdown.threshold_passed else below).append(hit)
+    for group in (hits, below):
+        group.sort(key=lambda h: (-h.score, str(h.note.id)))
+    return hits, below
 
 
 def _pool_vectors(
