@@ -212,7 +212,11 @@ def run_http(stack: BenchStack, samples: list[Sample]) -> None:
             response.raise_for_status()
             body = response.json()
             s.server_ms = float(body["took_ms"])
-            s.count = len(body.get("results", body.get("memories", [])))
+            results = body.get("results", body.get("memories", []))
+            s.count = len(results)
+            s.below_threshold = sum(
+                r["explanation"].get("threshold_passed") is False for r in results
+            )
             s.timed_out = bool(body.get("timed_out", False))
 
 

@@ -28,6 +28,8 @@ class Sample:
     # A filtered search short of top_k, run again in process without the ACT-R retrieval
     # threshold: full means the routes found enough and the threshold held the rest back.
     full_without_threshold: bool | None = None
+    # Results flagged `threshold_passed: false`: a filtered search fills top_k with them.
+    below_threshold: int = 0
 
 
 def _triple(stats: dict[str, float]) -> str:
@@ -44,6 +46,7 @@ def _kind_stats(samples: list[Sample]) -> dict[str, Any]:
         "mean_results": sum(s.count for s in samples) / max(len(samples), 1),
         "short": sum(s.full_without_threshold is not None for s in samples),
         "short_full_without_threshold": sum(bool(s.full_without_threshold) for s in samples),
+        "filled_below_threshold": sum(s.below_threshold > 0 for s in samples),
     }
 
 
@@ -55,7 +58,7 @@ def size_rows(label: str, stats: dict[str, Any], floor: dict[str, Any], large: b
             continue
         value = _triple(st["client_ms"])
         target, passed = "", None
-        if kind in ("search", "context") and large:
+        if (kind in ("search", "context") or kind.startswith("filter")) and large:
             target, passed = f"p95 ≤ {TARGET_MS:.0f}", st["client_ms"]["p95"] <= TARGET_MS
         rows.append(Row(f"{label} {kind} p50/p95/p99 ms", value, target, passed))
         if kind == "context":
@@ -76,6 +79,13 @@ def size_rows(label: str, stats: dict[str, Any], floor: dict[str, Any], large: b
                     st["full_top_k"] == st["n"],
                 )
             )
+            if st.get("filled_below_threshold"):
+                rows.append(
+                    Row(
+                        f"{label} {kind} answers filled below the retrieval threshold",
+                        f"{st['filled_below_threshold']}/{st['n']}",
+                    )
+                )
             if st["short"]:
                 rows.append(
                     Row(

@@ -137,9 +137,10 @@ class Note(Base):
 class NoteVector(Base):
     """The vectors of the searchable notes, in a narrow table for nearest-neighbour search.
 
-    Invariants: maintained only by the trigger of migration 0004 (never written by
-    application code): one row per note with a vector that is active or archived and
-    current (valid_to IS NULL), same tenant, user and id, `active` = status is 'active'.
+    Invariants: maintained only by the trigger of migrations 0004 and 0006 (never written
+    by application code): one row per note with a vector that is active or archived and
+    current (valid_to IS NULL), same tenant, user, id, kind, domain and occurred_at,
+    `active` = status is 'active'.
     Hash-partitioned by (tenant_id, user_id) into `note_vectors_p00`..`p63`, each with its
     own HNSW graph; a query pruned to one partition needs equality on both columns.
     Vectors are stored inline (STORAGE PLAIN).
@@ -161,6 +162,11 @@ class NoteVector(Base):
     note_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
     active: Mapped[bool] = mapped_column(Boolean)
     embedding: Mapped[Any] = mapped_column(BinaryVector(EMBEDDING_DIMENSION))
+    # The notes' columns the search filters test (0006), so a filtered graph scan rejects
+    # an entry from this row instead of joining it to notes first.
+    kind: Mapped[str] = mapped_column(String(16))
+    domain: Mapped[str] = mapped_column(String(64))
+    occurred_at: Mapped[datetime] = mapped_column(Timestamp)
 
 
 class NoteSource(Base):

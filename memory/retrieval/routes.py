@@ -37,6 +37,7 @@ from memory.retrieval.scope import (
     ReadScope,
     ScopeShape,
     SearchFilters,
+    filter_conditions,
     scope_conditions,
     shape_cached,
 )
@@ -61,13 +62,14 @@ def dense_route(
 
     The viewer's tenant and user as parameters on note_vectors prune the search to their
     partition (one HNSW graph, or an exact scan of inline vectors for a small user).
-    First the partition alone gives its nearest `limit * DENSE_POOL_FACTOR` vectors, and
-    only those are joined to notes for the access rules and filters, in a form the
-    planner does not answer with the user's scope index. Joined in one statement, the
-    planner sorted every vector of a 10k-note user and hash-joined all its notes (13 ms
-    against 0.8 ms for the bare graph). When fewer than `limit` of the pool pass (a
-    selective filter), the one-statement search with iterative index scans runs instead,
-    so a filtered query still fills its limit.
+    First the partition alone gives its nearest `limit * DENSE_POOL_FACTOR` vectors that
+    pass the search filters (the mirror carries kind, domain and occurred_at, so the
+    graph's iterative scan rejects an entry without a join), and only those are joined to
+    notes for the access rules, in a form the planner does not answer with the user's
+    scope index. Joined in one statement, the planner sorted every vector of a 10k-note
+    user and hash-joined all its notes (13 ms against 0.8 ms for the bare graph). When
+    fewer than `limit` of the pool pass the access rules, the one-statement search with
+    iterative index scans runs instead, so a filtered query still fills its limit.
     """
     params = {**scope.params, "query_vector": vector, "pool_size": limit * DENSE_POOL_FACTOR}
     rows = _dense_pool_statement(scope.shape, limit).rows(session, params)
@@ -83,7 +85,9 @@ def _vector_scope(shape: ScopeShape) -> list[ColumnElement[bool]]:
     ]
     if not shape.include_archived:
         scope.append(NoteVector.active)
-    return scope
+    # The filters on the mirror's own columns: the graph scan rejects an entry there,
+    # before any join (0006).
+    return scope + filter_conditions(shape, NoteVector)
 
 
 def _query_distance(column: Any) -> ColumnElement[float]:

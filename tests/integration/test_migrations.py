@@ -172,3 +172,43 @@ def test_0004_backfills_note_vectors_and_downgrades(scratch_database: str) -> No
         assert restored == 1
     finally:
         engine.dispose()
+
+
+def test_0006_fills_the_filter_columns_and_downgrades(scratch_database: str) -> None:
+    upgrade_database("0005", url=scratch_database)
+    engine = create_engine(scratch_database)
+    insert = text(
+        "INSERT INTO notes (id, lineage_id, version, tenant_id, user_id, agent_id, content,"
+        " keywords, tags, kind, domain, visibility, pinned, status, importance, metadata,"
+        " occurred_at, created_at, updated_at, valid_from, access_times, access_count,"
+        " first_access_at, last_access_at, half_life_hours, term_count, window_term_count,"
+        " embedding) VALUES (:id, :id, 1, 't', 'u', 'main', 'x', '{}', '{}', 'decision',"
+        " :domain, 'open', false, 'active', 0.5, '{}', '2025-03-04T05:06:07Z', now(), now(),"
+        " now(), '{}', 0, now(), now(), 168, 0, 0, CAST(:v AS vector))"
+    )
+    vector = "[" + ",".join(["1"] + ["0"] * 383) + "]"
+    mirror = text("SELECT note_id, kind, domain, occurred_at::text FROM note_vectors")
+    first, second = uuid.uuid4(), uuid.uuid4()
+    try:
+        with engine.begin() as conn:
+            conn.execute(insert, {"id": first, "domain": "health", "v": vector})
+        upgrade_database("head", url=scratch_database)
+        with engine.connect() as conn:
+            rows = [tuple(row) for row in conn.execute(mirror)]
+        assert rows == [(first, "decision", "health", "2025-03-04 05:06:07+00")]
+        downgrade_database("0005", url=scratch_database)
+        with engine.begin() as conn:
+            conn.execute(insert, {"id": second, "domain": "work", "v": vector})
+            columns = set(
+                conn.execute(
+                    text(
+                        "SELECT column_name FROM information_schema.columns"
+                        " WHERE table_name = 'note_vectors'"
+                    )
+                ).scalars()
+            )
+            mirrored = set(conn.execute(text("SELECT note_id FROM note_vectors")).scalars())
+        assert columns == {"tenant_id", "user_id", "note_id", "active", "embedding"}
+        assert mirrored == {first, second}  # 0004's trigger again
+    finally:
+        engine.dispose()

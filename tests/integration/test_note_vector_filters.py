@@ -1,0 +1,97 @@
+"""note_vectors carry kind, domain and occurred_at (migration 0006): the trigger keeps them
+equal to the note's, and a filtered dense search rejects entries in the mirror itself."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+from sqlalchemy import text
+
+from memory.access.policy import Viewer
+from memory.db import session_scope
+from memory.notes.models import Note
+from memory.notes.vectors import vector_text
+from memory.retrieval import routes as r
+from tests.integration.test_note_vectors import _vector, _with_last_plan
+from tests.support.helpers import new_note
+
+pytestmark = pytest.mark.integration
+
+MIRROR = "SELECT kind, domain, occurred_at, xmin::text AS x FROM note_vectors WHERE note_id = :id"
+START = datetime(2025, 1, 1, tzinfo=UTC)
+DOMAINS = ("work", "health", "travel", "family", "money")
+
+
+def _mirror(note_id: uuid.UUID) -> tuple:
+    with session_scope() as session:
+        return tuple(session.execute(text(MIRROR), {"id": note_id}).one())
+
+
+def test_mirror_copies_and_follows_the_filter_columns(
+    database_url: str, tenant_id: str, user_id: str
+) -> None:
+    vector = _vector(np.random.default_rng(5))
+    note = new_note(
+        tenant_id, user_id, "x", embedding=vector, kind="decision", domain="work", occurred_at=START
+    )
+    with session_scope() as session:
+        session.add(note)
+    assert _mirror(note.id)[:3] == ("decision", "work", START)
+    later = START + timedelta(days=3)
+    with session_scope() as session:
+        stored = session.get(Note, note.id)
+        assert stored is not None
+        stored.kind, stored.domain, stored.occurred_at = "preference", "health", later
+    changed = _mirror(note.id)
+    assert changed[:3] == ("preference", "health", later)
+    with session_scope() as session:  # other columns do not rewrite the mirror
+        session.execute(text("UPDATE notes SET pinned = true WHERE id = :id"), {"id": note.id})
+    assert _mirror(note.id) == changed
+
+
+def test_filtered_dense_route_rejects_entries_in_the_mirror_and_ranks_exactly(
+    database_url: str, tenant_id: str, user_id: str
+) -> None:
+    rng = np.random.default_rng(6)
+    vectors = np.array([_vector(rng) for _ in range(150)])
+    notes = [
+        new_note(
+            tenant_id,
+            user_id,
+            f"note {i}",
+            embedding=list(v),
+            domain=DOMAINS[i % len(DOMAINS)],
+            kind="decision" if i % 3 == 0 else "episodic",
+            occurred_at=START + timedelta(days=i),
+        )
+        for i, v in enumerate(vectors)
+    ]
+    with session_scope() as session:
+        session.add_all(notes)
+    since = START + timedelta(days=30)
+    scope = r.ReadScope(
+        Viewer(tenant_id, user_id, "main"),
+        r.SearchFilters(kinds=("decision",), domains=("health", "money"), since=since),
+    )
+    query = np.asarray(_vector(rng))
+    with session_scope() as session:
+        found, plan = _with_last_plan(
+            session, lambda: r.dense_route(session, scope, vector_text(query), limit=5)
+        )
+    passing = [
+        i
+        for i, n in enumerate(notes)
+        if n.kind == "decision" and n.domain in ("health", "money") and n.occurred_at >= since
+    ]
+    exact = sorted(passing, key=lambda i: -float(vectors[i] @ query))[:5]
+    assert list(found) == [notes[i].id for i in exact]
+    # The filter sits on the partition's scan, not only above a join with notes.
+    mirror_scan = re.search(r"on note_vectors_p\d+.*?(?=\n\s*->|\Z)", plan, re.S)
+    assert mirror_scan is not None, plan
+    assert all(column in mirror_scan.group(0) for column in ("kind", "domain", "occurred_at")), (
+        re.sub(r"'\[.*?\]'", "v", plan)
+    )
