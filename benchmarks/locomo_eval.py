@@ -10,6 +10,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,7 @@ def evaluate(questions: Iterable[Question], retrieve: Retriever) -> dict[str, di
     }
 
 
-def _turn_text(turn: Turn) -> str:
+def turn_text(turn: Turn) -> str:
     caption = f" [image: {turn.caption}]" if turn.caption else ""
     return f"{turn.speaker}: {turn.text}{caption}"
 
@@ -45,7 +46,7 @@ def bm25_baseline(turns: list[Turn]) -> Retriever:
     """BM25 (k1 1.2, b 0.75, stopwords removed, stemmed) over "speaker: text" per turn."""
     by_conv: dict[str, dict[str, list[str]]] = defaultdict(dict)
     for turn in turns:
-        by_conv[turn.conversation][turn.dia_id] = analyse(_turn_text(turn))
+        by_conv[turn.conversation][turn.dia_id] = analyse(turn_text(turn))
     stats = {}
     for conv, docs in by_conv.items():
         df: dict[str, int] = defaultdict(int)
@@ -73,7 +74,7 @@ def dense_baseline(turns: list[Turn], embed: Callable[[list[str]], np.ndarray]) 
     by_conv: dict[str, list[Turn]] = defaultdict(list)
     for turn in turns:
         by_conv[turn.conversation].append(turn)
-    matrices = {conv: embed([_turn_text(t) for t in ts]) for conv, ts in by_conv.items()}
+    matrices = {conv: embed([turn_text(t) for t in ts]) for conv, ts in by_conv.items()}
 
     def retrieve(question: Question) -> list[set[str]]:
         vector = embed([question.question])[0]
@@ -101,33 +102,51 @@ def ablation_variants() -> dict[str, dict[str, object]]:
     return variants
 
 
-def inprocess_retriever(tenant_id: str, agent_id: str, overrides: dict[str, object]) -> Retriever:
+def search_question(
+    session: Any, question: Question, *, tenant_id: str, agent_id: str, **search: Any
+) -> list[Any]:
+    """`search_notes` for one question as the benchmark's agent sees its user's notes;
+    `search` holds search_notes' vector, top_k and options."""
     from memory.access.policy import agent_viewer
+    from memory.config import get_settings
+    from memory.retrieval.service import search_notes
+
+    settings = get_settings()
+    viewer = agent_viewer(
+        session=session,
+        settings=settings,
+        tenant_id=tenant_id,
+        user_id=question.conversation,
+        agent_id=agent_id,
+    )
+    return search_notes(
+        session=session,
+        viewer=viewer,
+        query=question.question,
+        settings=settings,
+        **search,
+    )
+
+
+def inprocess_retriever(tenant_id: str, agent_id: str, overrides: dict[str, object]) -> Retriever:
     from memory.clients.embedder import embed_query
     from memory.config import get_settings
     from memory.db import session_scope
     from memory.notes.service import note_sources
-    from memory.retrieval.service import SearchOptions, search_notes
+    from memory.retrieval.service import SearchOptions
 
     settings = get_settings()
     options = replace(SearchOptions(), **overrides)  # type: ignore[arg-type]
 
     def retrieve(question: Question) -> list[set[str]]:
         with session_scope() as session:
-            viewer = agent_viewer(
-                session=session,
-                settings=settings,
+            hits = search_question(
+                session,
+                question,
                 tenant_id=tenant_id,
-                user_id=question.conversation,
                 agent_id=agent_id,
-            )
-            hits = search_notes(
-                session=session,
-                viewer=viewer,
-                query=question.question,
                 vector=embed_query(question.question, settings),
                 top_k=20,
-                settings=settings,
                 options=options,
             )
             sources = note_sources(session=session, note_ids=[h.note.id for h in hits])
