@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -53,10 +54,11 @@ def test_mirror_copies_and_follows_the_filter_columns(
     assert _mirror(note.id) == changed
 
 
-def test_filtered_dense_route_rejects_entries_in_the_mirror_and_ranks_exactly(
-    database_url: str, tenant_id: str, user_id: str
-) -> None:
-    rng = np.random.default_rng(6)
+def _seed_slices(
+    tenant_id: str, user_id: str, rng: np.random.Generator
+) -> tuple[list[Note], np.ndarray, r.ReadScope, list[int]]:
+    """150 notes over kinds, domains and days; a scope filtering all three, and the
+    indexes of the notes that pass it."""
     vectors = np.array([_vector(rng) for _ in range(150)])
     notes = [
         new_note(
@@ -77,16 +79,24 @@ def test_filtered_dense_route_rejects_entries_in_the_mirror_and_ranks_exactly(
         Viewer(tenant_id, user_id, "main"),
         r.SearchFilters(kinds=("decision",), domains=("health", "money"), since=since),
     )
-    query = np.asarray(_vector(rng))
-    with session_scope() as session:
-        found, plan = _with_last_plan(
-            session, lambda: r.dense_route(session, scope, vector_text(query), limit=5)
-        )
     passing = [
         i
         for i, n in enumerate(notes)
         if n.kind == "decision" and n.domain in ("health", "money") and n.occurred_at >= since
     ]
+    return notes, vectors, scope, passing
+
+
+def test_filtered_dense_route_rejects_entries_in_the_mirror_and_ranks_exactly(
+    database_url: str, tenant_id: str, user_id: str
+) -> None:
+    rng = np.random.default_rng(6)
+    notes, vectors, scope, passing = _seed_slices(tenant_id, user_id, rng)
+    query = np.asarray(_vector(rng))
+    with session_scope() as session:
+        found, plan = _with_last_plan(
+            session, lambda: r.dense_route(session, scope, vector_text(query), limit=5)
+        )
     exact = sorted(passing, key=lambda i: -float(vectors[i] @ query))[:5]
     assert list(found) == [notes[i].id for i in exact]
     # The filter sits on the partition's scan, not only above a join with notes.
@@ -95,3 +105,26 @@ def test_filtered_dense_route_rejects_entries_in_the_mirror_and_ranks_exactly(
     assert all(column in mirror_scan.group(0) for column in ("kind", "domain", "occurred_at")), (
         re.sub(r"'\[.*?\]'", "v", plan)
     )
+
+
+def test_a_filtered_search_whose_graph_scan_comes_up_short_ranks_its_slice_before_the_join(
+    database_url: str, tenant_id: str, user_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    notes, vectors, scope, passing = _seed_slices(tenant_id, user_id, np.random.default_rng(7))
+    query = np.asarray(_vector(np.random.default_rng(8)))
+    # A graph scan that gave up far from the slice (a large partition) returns nothing.
+    gave_up = SimpleNamespace(rows=lambda session, params: [])
+    monkeypatch.setattr(r, "_dense_pool_statement", lambda shape, limit: gave_up)
+    with session_scope() as session:
+        found, plan = _with_last_plan(
+            session, lambda: r.dense_route(session, scope, vector_text(query), limit=10)
+        )
+    exact = sorted(passing, key=lambda i: -float(vectors[i] @ query))[:10]
+    assert list(found) == [notes[i].id for i in exact]
+    # The slice's (id, distance) pairs are sorted before the join with notes (a bounded
+    # sort of narrow pairs), and the graph is not asked again.
+    lines = plan.splitlines()
+    first_sort = next(i for i, line in enumerate(lines) if "Sort" in line)
+    first_join = next(i for i, line in enumerate(lines) if re.search(r"Join|Nested Loop", line))
+    assert first_join < first_sort, plan
+    assert "embedding_idx" not in plan, plan
