@@ -142,7 +142,8 @@ class NoteVector(Base):
     current (valid_to IS NULL), same tenant, user, id, kind, domain and occurred_at,
     `active` = status is 'active'.
     Hash-partitioned by (tenant_id, user_id) into `note_vectors_p00`..`p63`, each with its
-    own HNSW graph; a query pruned to one partition needs equality on both columns.
+    own HNSW graph and btrees on the filter columns (0007); a query pruned to one
+    partition needs equality on both columns.
     Vectors are stored inline (STORAGE PLAIN).
     """
 
@@ -154,6 +155,10 @@ class NoteVector(Base):
             postgresql_using="hnsw",
             postgresql_ops={"embedding": "vector_cosine_ops"},
         ),
+        # A filtered search reads a small slice through these and ranks it exactly (0007).
+        Index("ix_note_vectors_scope_kind", "tenant_id", "user_id", "kind"),
+        Index("ix_note_vectors_scope_domain", "tenant_id", "user_id", "domain"),
+        Index("ix_note_vectors_scope_occurred", "tenant_id", "user_id", "occurred_at"),
         {"postgresql_partition_by": "HASH (tenant_id, user_id)"},
     )
 

@@ -212,3 +212,27 @@ def test_0006_fills_the_filter_columns_and_downgrades(scratch_database: str) -> 
         assert mirrored == {first, second}  # 0004's trigger again
     finally:
         engine.dispose()
+
+
+def test_0007_indexes_every_partition_on_the_filter_columns(scratch_database: str) -> None:
+    upgrade_database("head", url=scratch_database)
+    engine = create_engine(scratch_database)
+    per_partition = text(
+        "SELECT count(*) FROM pg_indexes WHERE tablename LIKE 'note_vectors_p%'"
+        " AND indexdef LIKE '%(tenant_id, user_id, ' || :column || ')%'"
+    )
+    partitions = text("SELECT count(*) FROM pg_inherits WHERE inhparent = 'note_vectors'::regclass")
+    try:
+        with engine.connect() as conn:
+            total = conn.execute(partitions).scalar_one()
+            counts = {
+                c: conn.execute(per_partition, {"column": c}).scalar_one()
+                for c in ("kind", "domain", "occurred_at")
+            }
+        assert total == 64 and counts == dict.fromkeys(counts, total)
+        downgrade_database("0006", url=scratch_database)
+        with engine.connect() as conn:
+            left = {c: conn.execute(per_partition, {"column": c}).scalar_one() for c in counts}
+        assert left == dict.fromkeys(counts, 0)
+    finally:
+        engine.dispose()

@@ -128,3 +128,30 @@ def test_a_filtered_search_whose_graph_scan_comes_up_short_ranks_its_slice_befor
     first_join = next(i for i, line in enumerate(lines) if re.search(r"Join|Nested Loop", line))
     assert first_join < first_sort, plan
     assert "embedding_idx" not in plan, plan
+
+
+def test_a_small_slice_is_read_through_its_filter_index_and_ranked_exactly(
+    database_url: str, tenant_id: str, user_id: str
+) -> None:
+    rng = np.random.default_rng(9)
+    vectors = np.array([_vector(rng) for _ in range(300)])
+    notes = [
+        new_note(
+            tenant_id, user_id, f"n{i}", embedding=list(v), occurred_at=START + timedelta(days=i)
+        )
+        for i, v in enumerate(vectors)
+    ]
+    with session_scope() as session:
+        session.add_all(notes)
+        session.flush()
+        session.execute(text("ANALYZE note_vectors"))
+    since = START + timedelta(days=290)  # the last ten days: a thirtieth of the notes
+    scope = r.ReadScope(Viewer(tenant_id, user_id, "main"), r.SearchFilters(since=since))
+    query = np.asarray(_vector(rng))
+    with session_scope() as session:
+        found, plan = _with_last_plan(
+            session, lambda: r.dense_route(session, scope, vector_text(query), limit=5)
+        )
+    exact = sorted(range(290, 300), key=lambda i: -float(vectors[i] @ query))[:5]
+    assert list(found) == [notes[i].id for i in exact]
+    assert "user_id_occurred_at_idx" in plan, plan  # the partition's copy of 0007's index
