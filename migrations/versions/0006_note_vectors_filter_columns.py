@@ -7,10 +7,10 @@ Create Date: 2026-12-01
 A filtered search (`kinds`, `domains`, `since`, `until`) ran the dense route's iterative
 HNSW scan with the filter on `notes`: every graph entry the scan produced was joined to
 its notes row (a primary-key look-up and a wide heap row) before the filter could reject
-it. For a 100k-note user and a domain unrelated to the query, the scan walked ~19,000
-entries for 100 notes (158 ms in EXPLAIN). With the filter columns in the mirror, the
-scan rejects an entry from the narrow row it already reads, and only the notes that pass
-are joined for the access rules.
+it. With the filter columns in the mirror, the scan rejects an entry from the narrow row
+it already reads, and only the notes that pass are joined for the access rules (for a
+100k-note user and a domain far from the query, EXPLAIN ANALYZE at this revision: 20,303
+entries rejected in the mirror, 71 ms).
 
 The trigger of 0004 now also copies kind, domain and occurred_at, and fires when they
 change. Upgrading drops the partitions' graphs, fills the new columns in one UPDATE and

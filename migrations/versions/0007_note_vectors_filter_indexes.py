@@ -6,8 +6,9 @@ Create Date: 2026-12-01
 
 With kind, domain and occurred_at in the mirror (0006) a filtered search still had only
 the graph or a scan of the user's whole partition to reach its slice. For "since 30 days
-ago" at a 100k-note user (4 % of its notes), the graph's iterative scan walked thousands
-of entries of other months: the dense route took 38 ms on average. With a btree per
+ago" at a 100k-note user (4 % of its notes), the graph's iterative scan had to pass
+over the entries of other months until its pool was full: the dense route took 38 ms on
+average. With a btree per
 filter column, keyed after the partition's tenant and user, the planner reads a small
 slice through its index and ranks it exactly (3 ms); for a large slice it keeps the
 graph. Each index is declared on the parent, so every partition gets its own; a vector

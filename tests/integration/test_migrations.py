@@ -6,7 +6,7 @@ import uuid
 
 import psycopg
 import pytest
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import Connection, create_engine, inspect, text
 
 from memory.db import sqlalchemy_url
 from memory.ops.migrations import downgrade_database, upgrade_database
@@ -222,17 +222,18 @@ def test_0007_indexes_every_partition_on_the_filter_columns(scratch_database: st
         " AND indexdef LIKE '%(tenant_id, user_id, ' || :column || ')%'"
     )
     partitions = text("SELECT count(*) FROM pg_inherits WHERE inhparent = 'note_vectors'::regclass")
+    columns = ("kind", "domain", "occurred_at")
+
+    def indexed(conn: Connection) -> dict[str, int]:
+        return {c: conn.execute(per_partition, {"column": c}).scalar_one() for c in columns}
+
     try:
         with engine.connect() as conn:
             total = conn.execute(partitions).scalar_one()
-            counts = {
-                c: conn.execute(per_partition, {"column": c}).scalar_one()
-                for c in ("kind", "domain", "occurred_at")
-            }
-        assert total == 64 and counts == dict.fromkeys(counts, total)
+            counts = indexed(conn)
+        assert total == 64 and counts == dict.fromkeys(columns, total)
         downgrade_database("0006", url=scratch_database)
         with engine.connect() as conn:
-            left = {c: conn.execute(per_partition, {"column": c}).scalar_one() for c in counts}
-        assert left == dict.fromkeys(counts, 0)
+            assert indexed(conn) == dict.fromkeys(columns, 0)
     finally:
         engine.dispose()
