@@ -31,7 +31,7 @@ from typing import Any
 import httpx
 import psycopg
 
-from benchmarks.common import write_results
+from benchmarks.common import print_table, write_results
 from benchmarks.latency_data import TOPICS, build_phrase_space, make_profile, questions
 from benchmarks.latency_load import (
     build_indexes,
@@ -48,8 +48,9 @@ from benchmarks.latency_probe import (
     floor,
     profile_pieces,
     recheck_short_filtered,
+    search_filters,
 )
-from benchmarks.latency_report import Sample, report
+from benchmarks.latency_report import Sample, piece_rows, report, whatif_rows
 from benchmarks.latency_whatif import what_if
 from benchmarks.stack import BenchStack
 
@@ -71,6 +72,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--measure-users", type=int, default=3, help="users queried per size")
     p.add_argument("--index-memory", default="3GB", help="maintenance_work_mem for builds")
     p.add_argument("--load-only", action="store_true")
+    p.add_argument(
+        "--probe-only", action="store_true", help="only the in-process profile (no HTTP)"
+    )
     p.add_argument("--json", type=Path)
     return p.parse_args()
 
@@ -181,15 +185,21 @@ def build_requests(
     return warm, measured
 
 
-def _filtered(
-    label: str, profile: Any, ident: dict[str, str], count: int, end: datetime
-) -> list[Sample]:
+def filter_bodies(profile: Any, end: datetime) -> dict[str, dict[str, Any]]:
+    """Each filter kind's request fields for this user: two kinds, the domain of the user's
+    most frequent topic, or the last 30 days of its history."""
     top_topic = list(TOPICS)[int(profile.topic_weights.argmax())]
-    extra = {
+    return {
         "kinds": {"kinds": ["decision", "preference"]},
         "domains": {"domains": [TOPICS[top_topic][0]]},
         "since": {"since": (end - timedelta(days=30)).isoformat()},
     }
+
+
+def _filtered(
+    label: str, profile: Any, ident: dict[str, str], count: int, end: datetime
+) -> list[Sample]:
+    extra = filter_bodies(profile, end)
     out = []
     for name in FILTERS:
         for q in questions(profile, count, prompts=False, salt=f"filter-{name}"):
@@ -248,7 +258,7 @@ def measure(
     log("filtered searches short of top_k: again without the retrieval threshold")
     recheck_short_filtered(measured)
     log("in-process profile and EXPLAIN")
-    probes = _probe(plan, args)
+    probes = _probe(plan, args, end)
     return {
         "samples": measured,
         "embed_ms": embed_ms,
@@ -259,20 +269,22 @@ def measure(
     }
 
 
-def _probe(plan: dict[str, int], args: argparse.Namespace) -> dict[str, Any]:
+def _probe(plan: dict[str, int], args: argparse.Namespace, end: datetime) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for size in sorted(set(plan.values())):
         users = [u for u, s in plan.items() if s == size][: args.measure_users]
+        profiles = {u: make_profile(u, size, args.seed) for u in users}
         work = [
             (u, q)
             for u in users
-            for q in questions(
-                make_profile(u, size, args.seed),
-                max(1, 60 // len(users)),
-                prompts=False,
-                salt="probe",
-            )
+            for q in questions(profiles[u], max(1, 60 // len(users)), prompts=False, salt="probe")
         ]
+        for name in FILTERS:
+            # The filtered searches' pieces, with the same filters as over HTTP.
+            bodies = {u: filter_bodies(p, end)[name] for u, p in profiles.items()}
+            filters = {u: search_filters(body) for u, body in bodies.items()}
+            filtered = [(u, q) for u, q in work[::2]]
+            out[f"{_k(size)} filter_{name}"] = {"pieces": profile_pieces(filtered, filters)}
         pieces = profile_pieces(work)
         plans = explain_search(
             users[0],
@@ -297,6 +309,11 @@ def main() -> None:
         if args.load_only:
             return
         end = datetime.fromisoformat(progress["end"])
+        if args.probe_only:
+            probe = _probe(plan, args, end)
+            print_table("In process: where a search spends its time", piece_rows(probe))
+            print_table("In process: product pieces against cheaper variants", whatif_rows(probe))
+            return
         results = measure(stack, plan, args, end)
         summary = report(results, progress, plan)
     print(f"results: {write_results('latency', summary, args.json)}")

@@ -30,6 +30,7 @@ from memory.notes.service import readable_note_sources
 from memory.retrieval import bm25 as b
 from memory.retrieval import routes as r
 from memory.retrieval import service
+from memory.retrieval.scope import SearchFilters
 from memory.retrieval.service import search_notes
 
 FLOOR_SQL = (
@@ -78,7 +79,18 @@ def timed_pieces(sink: dict[str, float]) -> Iterator[None]:
             setattr(module, name, fn)
 
 
-def _one_search(user_id: str, query: str, sink: dict[str, float]) -> int:
+def search_filters(body: dict[str, Any]) -> SearchFilters:
+    """The read path's filters of a /v1/search body (kinds, domains, since)."""
+    return SearchFilters(
+        kinds=tuple(body.get("kinds", ())),
+        domains=tuple(body.get("domains", ())),
+        since=datetime.fromisoformat(body["since"]) if "since" in body else None,
+    )
+
+
+def _one_search(
+    user_id: str, query: str, sink: dict[str, float], filters: SearchFilters | None = None
+) -> int:
     settings = get_settings()
     started = time.perf_counter()
     vector = embed_query(query, settings)
@@ -96,6 +108,7 @@ def _one_search(user_id: str, query: str, sink: dict[str, float]) -> int:
                 vector=vector,
                 top_k=10,
                 settings=settings,
+                filters=filters,
             )
         sink["search_notes"] = (time.perf_counter() - started) * 1000
         started = time.perf_counter()
@@ -104,12 +117,14 @@ def _one_search(user_id: str, query: str, sink: dict[str, float]) -> int:
     return len(hits)
 
 
-def profile_pieces(work: list[tuple[str, str]]) -> dict[str, dict[str, float]]:
-    """Per-piece ms summaries over (user_id, query) pairs, in process."""
+def profile_pieces(
+    work: list[tuple[str, str]], filters: dict[str, SearchFilters] | None = None
+) -> dict[str, dict[str, float]]:
+    """Per-piece ms summaries over (user_id, query) pairs, in process; `filters` by user."""
     samples: dict[str, list[float]] = defaultdict(list)
     for user_id, query in work:
         sink: dict[str, float] = {}
-        _one_search(user_id, query, sink)
+        _one_search(user_id, query, sink, (filters or {}).get(user_id))
         for key, value in sink.items():
             samples[key].append(value)
     return {key: summarise(values) for key, values in samples.items()}
@@ -230,19 +245,13 @@ def db_facts(url: str) -> dict[str, Any]:
 def recheck_short_filtered(samples: list[Any]) -> None:
     """Run each filtered search that returned fewer than top_k again in process with the
     ACT-R retrieval threshold off (`activation=False`), and note whether it is full."""
-    from memory.retrieval.routes import SearchFilters
     from memory.retrieval.service import SearchOptions
 
     settings = get_settings()
     for sample in samples:
         if not sample.kind.startswith("filter") or sample.count >= 10:
             continue
-        body = sample.body
-        filters = SearchFilters(
-            kinds=tuple(body.get("kinds", ())),
-            domains=tuple(body.get("domains", ())),
-            since=datetime.fromisoformat(body["since"]) if "since" in body else None,
-        )
+        filters = search_filters(sample.body)
         vector = embed_query(sample.text, settings)
         with session_scope(custom_plans=True) as session:
             viewer = agent_viewer(

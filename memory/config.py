@@ -151,6 +151,11 @@ class RetrievalSettings(_Section):
     context_max_tokens: int = Field(1000, ge=1)
     # pgvector's candidate list per HNSW search (`hnsw.ef_search`, set per connection).
     hnsw_ef_search: int = Field(40, ge=1, le=1000)
+    # Graph entries a filtered search's HNSW scan may visit (`hnsw.max_scan_tuples` for
+    # that statement) before the slice is ranked exactly instead. A slice far from the
+    # query is not found by walking further: at 100k notes the default 20,000 took 53 ms
+    # for a domain filter and still came up short (benchmarks/README.md, session 12).
+    filtered_scan_tuples: int = Field(4000, ge=100, le=1_000_000)
 
 
 class PipelineSettings(_Section):

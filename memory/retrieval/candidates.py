@@ -40,6 +40,9 @@ class SearchOptions:
     link_weight: float = 0.5
     # The read's time budget (/v1/context): optional steps are skipped once it has run out.
     deadline: Deadline | None = None
+    # Graph entries a filtered search's dense scan may visit; None: `search_notes` takes
+    # `retrieval.filtered_scan_tuples`.
+    scan_tuples: int | None = None
 
 
 def run_routes(
@@ -81,7 +84,9 @@ def run_routes(
 
     steps = {
         "bm25": lambda: bm25(False),
-        "dense": lambda: r.dense_route(session, scope, query_vector, limit=ROUTE_LIMIT),
+        "dense": lambda: r.dense_route(
+            session, scope, query_vector, limit=ROUTE_LIMIT, scan_tuples=options.scan_tuples
+        ),
         "verbatim": lambda: r.verbatim_route(
             session, scope, verbatim_tokens(query), limit=ROUTE_LIMIT
         ),

@@ -11,6 +11,8 @@ GIN on tsvector, trigram). Each statement is compiled once per scope shape
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pgvector.sqlalchemy import Vector
@@ -25,6 +27,7 @@ from sqlalchemy import (
     literal_column,
     or_,
     select,
+    text,
     true,
     union_all,
 )
@@ -57,7 +60,12 @@ SPREADING_LINK_KINDS = ("related", "consolidates", "derived_from")
 
 
 def dense_route(
-    session: Session, scope: ReadScope, vector: str, *, limit: int
+    session: Session,
+    scope: ReadScope,
+    vector: str,
+    *,
+    limit: int,
+    scan_tuples: int | None = None,
 ) -> dict[uuid.UUID, float]:
     """Nearest notes by cosine to `vector` (`vector_text`), searched in `note_vectors`
     (the searchable notes' vectors).
@@ -74,14 +82,47 @@ def dense_route(
     (`_dense_slice_statement`): the graph's scan gave up far from the slice. An unfiltered
     one, short because of the access rules, runs the one-statement search with iterative
     index scans instead. Either way the route fills its limit when the slice holds enough
-    notes the viewer may see.
+    notes the viewer may see. `scan_tuples` caps a filtered search's graph scan
+    (`graph_scan_cap`): a slice the graph has not reached by then is ranked exactly.
     """
     params = {**scope.params, "query_vector": vector, "pool_size": limit * DENSE_POOL_FACTOR}
-    rows = _dense_pool_statement(scope.shape, limit).rows(session, params)
+    pool = _dense_pool_statement(scope.shape, limit)
+    if scope.filters.narrows and scan_tuples is not None:
+        with graph_scan_cap(session, scan_tuples):
+            rows = pool.rows(session, params)
+    else:
+        rows = pool.rows(session, params)
     if len(rows) < limit:
         fallback = _dense_slice_statement if scope.filters.narrows else _dense_statement
         rows = fallback(scope.shape, limit).rows(session, params)
     return {row.id: 1.0 - float(row.d) for row in rows}
+
+
+@contextmanager
+def graph_scan_cap(session: Session, tuples: int) -> Iterator[None]:
+    """Within the block, an HNSW iterative scan of this transaction visits at most `tuples`
+    graph entries; afterwards the transaction's own value holds again.
+
+    The graph walks outwards from the query, so a filter whose slice lies elsewhere (a
+    domain the question is not about) is met late or never: visiting more entries costs
+    time linearly and finds little, while the exact fallback ranks the slice in bounded time.
+    """
+    [row] = _SET_SCAN_TUPLES.rows(session, {"tuples": str(int(tuples))})
+    previous = row.previous
+    try:
+        yield
+    finally:
+        _SET_SCAN_TUPLES.rows(session, {"tuples": previous})
+
+
+# The transaction's value first (an InitPlan runs before the set_config of its statement);
+# NULL before pgvector's library is loaded in this backend, and NULL given back resets.
+_SET_SCAN_TUPLES = CompiledStatement(
+    text(
+        "SELECT (SELECT current_setting('hnsw.max_scan_tuples', true)) AS previous,"
+        " set_config('hnsw.max_scan_tuples', :tuples, true) AS now_set"
+    )
+)
 
 
 def _vector_scope(shape: ScopeShape) -> list[ColumnElement[bool]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cache
 from typing import Any, Protocol
@@ -141,6 +141,8 @@ def search_notes(
         options or SearchOptions(),
         now or utcnow(),
     )
+    if options.scan_tuples is None:
+        options = replace(options, scan_tuples=settings.retrieval.filtered_scan_tuples)
     # Access rules and filters as of now; `now` is the activation's clock.
     scope = r.ReadScope(viewer, filters)
     found = run_routes(session, scope, query, vector, options)

@@ -7,21 +7,26 @@ import re
 import uuid
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
 from sqlalchemy import text
+from sqlalchemy.orm import Session
 
 from memory.access.policy import Viewer
+from memory.config import get_settings
 from memory.db import session_scope
 from memory.notes.models import Note
 from memory.notes.vectors import vector_text
 from memory.retrieval import routes as r
+from memory.retrieval.service import search_notes
 from tests.integration.test_note_vectors import _vector, _with_last_plan
 from tests.support.helpers import new_note
 
 pytestmark = pytest.mark.integration
 
+SCAN_TUPLES = "SELECT current_setting('hnsw.max_scan_tuples', true)"
 MIRROR = "SELECT kind, domain, occurred_at, xmin::text AS x FROM note_vectors WHERE note_id = :id"
 START = datetime(2025, 1, 1, tzinfo=UTC)
 DOMAINS = ("work", "health", "travel", "family", "money")
@@ -155,3 +160,66 @@ def test_a_small_slice_is_read_through_its_filter_index_and_ranked_exactly(
     exact = sorted(range(290, 300), key=lambda i: -float(vectors[i] @ query))[:5]
     assert list(found) == [notes[i].id for i in exact]
     assert "user_id_occurred_at_idx" in plan, plan  # the partition's copy of 0007's index
+
+
+def _recording_pool(monkeypatch: pytest.MonkeyPatch) -> list[str | None]:
+    """The `hnsw.max_scan_tuples` each dense pool statement runs under, in order."""
+    seen: list[str | None] = []
+    product = r._dense_pool_statement
+
+    def recording(shape: r.ScopeShape, limit: int) -> SimpleNamespace:
+        statement = product(shape, limit)
+
+        def rows(session: Session, params: dict[str, Any]) -> list[Any]:
+            seen.append(session.execute(text(SCAN_TUPLES)).scalar())
+            return statement.rows(session, params)
+
+        return SimpleNamespace(rows=rows)
+
+    monkeypatch.setattr(r, "_dense_pool_statement", recording)
+    return seen
+
+
+def test_a_filtered_graph_scan_is_capped_and_the_transaction_keeps_its_setting(
+    database_url: str, tenant_id: str, user_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    notes, vectors, scope, passing = _seed_slices(tenant_id, user_id, np.random.default_rng(10))
+    query = np.asarray(_vector(np.random.default_rng(11)))
+    unfiltered = r.ReadScope(scope.viewer)
+    seen = _recording_pool(monkeypatch)
+    with session_scope() as session:
+        session.execute(text("SET LOCAL hnsw.max_scan_tuples = 7777"))
+        found = r.dense_route(session, scope, vector_text(query), limit=5, scan_tuples=321)
+        after = session.execute(text(SCAN_TUPLES)).scalar()
+        r.dense_route(session, unfiltered, vector_text(query), limit=5, scan_tuples=321)
+        r.dense_route(session, scope, vector_text(query), limit=5)  # no cap given
+    assert seen == ["321", "7777", "7777"]
+    assert after == "7777"
+    exact = sorted(passing, key=lambda i: -float(vectors[i] @ query))[:5]
+    assert list(found) == [notes[i].id for i in exact]
+
+
+def test_search_caps_a_filtered_graph_scan_at_the_configured_setting(
+    database_url: str, tenant_id: str, user_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, _, scope, _ = _seed_slices(tenant_id, user_id, np.random.default_rng(12))
+    settings = get_settings().model_copy(deep=True)
+    settings.retrieval.filtered_scan_tuples = 654
+    vector = np.asarray(_vector(np.random.default_rng(13)))
+    with session_scope() as session:  # pgvector's library loaded: its default is readable
+        session.execute(text("SELECT '[1]'::vector"))
+        default = session.execute(text(SCAN_TUPLES)).scalar()
+    seen = _recording_pool(monkeypatch)
+    for filters in (scope.filters, r.SearchFilters()):
+        with session_scope() as session:
+            search_notes(
+                session=session,
+                viewer=scope.viewer,
+                query="note",
+                vector=vector,
+                top_k=5,
+                settings=settings,
+                filters=filters,
+            )
+    assert default is not None and default != "654"
+    assert seen == ["654", default]

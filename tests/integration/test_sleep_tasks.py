@@ -16,13 +16,11 @@ from memory.conflicts.models import Conflict
 from memory.db import session_scope
 from memory.episodes.models import Episode
 from memory.notes.models import Note, NoteSource
-from memory.ops.health import queue_depths
 from memory.ops.models import AuditEvent
 from memory.types import utcnow
-from tasks.app import app
 from tests.conftest import make_token
 from tests.integration.sleep_notes import make_note
-from tests.support.helpers import bearer, wait_until
+from tests.support.helpers import bearer, wait_for_workers_idle, wait_until
 from tests.unit.sleep.topics import PAIRS, TOPICS
 
 pytestmark = pytest.mark.integration
@@ -58,18 +56,6 @@ def seed_with_episodes(tenant_id: str, user_id: str, texts: list[str], age_days:
                 agent_id=episode.agent_id,
             )
             session.add(NoteSource(note_id=note.id, episode_id=episode.id))
-
-
-def wait_for_idle(timeout: float = 120) -> None:
-    """Until the maintenance queue is empty and no worker runs a task (fan-outs done)."""
-
-    def idle() -> bool:
-        if queue_depths().get("maintenance"):
-            return False
-        active = app.control.inspect(timeout=1).active() or {}
-        return not any(active.values())
-
-    wait_until(idle, timeout=timeout, interval=0.5)
 
 
 def cycles(tenant_id: str) -> int:
@@ -141,7 +127,7 @@ def test_beat_decay_fan_out_sends_one_task_per_user(
 ) -> None:
     from tasks.sleep import decay_all_users
 
-    wait_for_idle()
+    wait_for_workers_idle()
     second = f"{user_id}-2"
     seed_with_episodes(tenant_id, user_id, ["Gina fed the neighbour's cat."], age_days=10)
     seed_with_episodes(tenant_id, second, ["Gina's nephew visited."], age_days=10)
@@ -155,7 +141,7 @@ def test_beat_decay_fan_out_sends_one_task_per_user(
             return sorted(session.scalars(query).all())
 
     wait_until(lambda: statuses() == ["active", "archived", "archived"], timeout=120)
-    wait_for_idle()
+    wait_for_workers_idle()
     with session_scope() as session:
         runs = session.scalars(
             select(AuditEvent.user_id).where(
@@ -198,4 +184,4 @@ def test_idle_l1_sessions_are_promoted_before_they_expire(
     wait_until(lambda: promoted() == [idle], timeout=60)
     wait_until(lambda: not client.exists(session_key(tenant_id, user_id, idle)), timeout=30)
     assert client.exists(session_key(tenant_id, user_id, busy))
-    wait_for_idle()
+    wait_for_workers_idle()

@@ -23,12 +23,15 @@ from memory.notes.models import Note, NoteSource
 from memory.sync.files import STATE_FILE, parse_note
 from tasks.sync import sync_all_users
 from tests.integration.test_cli_commands import memories  # noqa: F401 - a fixture
-from tests.support.helpers import bearer, wait_until
+from tests.support.helpers import bearer, wait_for_workers_idle, wait_until
 
 pytestmark = pytest.mark.integration
 
 
 def sync(user_id: str, tenant_id: str, root: Path | None, *extra: str) -> tuple[Result, Any]:
+    """`muma sync` once the pipeline has settled: a note's link stage merges tags into its
+    neighbours after its episode is done, and a sync during it sees a store change."""
+    wait_for_workers_idle()
     args = ["sync", "--user", user_id, "--tenant", tenant_id, "--json", *extra]
     if root is not None:
         args += ["--dir", str(root)]

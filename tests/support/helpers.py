@@ -53,3 +53,25 @@ def episodes_settled(episode_ids: list[str | uuid.UUID]) -> bool:
 
 def wait_for_episodes(episode_ids: list[str | uuid.UUID], timeout: float = 60) -> None:
     wait_until(lambda: episodes_settled(episode_ids), timeout)
+
+
+def workers_idle() -> bool:
+    """No message waits in any queue and no worker runs, holds or has scheduled a task.
+
+    An episode is `done` after its decision, while its link and evolve stages (which merge
+    tags into neighbouring notes) are still queued: a test that compares the store with
+    what it saw before waits for this, not for the episode."""
+    from memory.ops.health import queue_depths
+    from tasks.app import app
+
+    if any(queue_depths().values()):
+        return False
+    inspect = app.control.inspect(timeout=0.5)
+    for held in (inspect.active(), inspect.reserved(), inspect.scheduled()):
+        if any((held or {}).values()):
+            return False
+    return True
+
+
+def wait_for_workers_idle(timeout: float = 120) -> None:
+    wait_until(workers_idle, timeout=timeout, interval=0.2)
