@@ -95,6 +95,7 @@ def ablation_variants() -> dict[str, dict[str, object]]:
     variants["with links (weight 0.5)"] = {"routes": (*DEFAULT_ROUTES, "links")}
     variants["with links (weight 0.1)"] = {"routes": (*DEFAULT_ROUTES, "links"), "link_weight": 0.1}
     variants["without speaker prior"] = {"speaker_prior": False}
+    variants["without length prior"] = {"length_prior": 0.0}
     variants["without activation (ACT-R)"] = {"activation": False}
     variants["without MMR"] = {"mmr": False}
     variants["fusion min-max"] = {"fusion": "minmax"}

@@ -28,7 +28,7 @@ function explanation(result) {
       metric("Relevance", fixed(e.relevance)), metric("Base level B", fixed(e.base_level)),
       metric("Spreading S", fixed(e.spreading)), metric("Noise ε", fixed(e.noise)),
       metric("Retention R", fixed(e.retention)), metric("Link spread", fixed(e.link_spread)),
-      metric("Speaker boost", fixed(e.speaker_boost)),
+      metric("Speaker boost", fixed(e.speaker_boost)), metric("Length prior", fixed(e.length_prior)),
       metric("Threshold", passed ? "passed" : "not passed", passed ? "" : "no")));
 }
 

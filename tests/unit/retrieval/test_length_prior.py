@@ -1,0 +1,73 @@
+"""The length prior: weight · z(ln term_count) among the scored candidates, added to a
+candidate's relevance (so to ACT-R's spreading) and shown in its explanation."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from datetime import UTC, datetime
+from types import SimpleNamespace
+
+import pytest
+
+from memory.config import Settings
+from memory.retrieval.candidates import SearchOptions
+from memory.retrieval.service import _score, length_prior
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _note(term_count: int) -> SimpleNamespace:
+    return SimpleNamespace(
+        id=uuid.uuid4(),
+        content="x",
+        speaker=None,
+        access_times=[NOW],
+        access_count=1,
+        first_access_at=NOW,
+        half_life_hours=168.0,
+        term_count=term_count,
+    )
+
+
+def test_prior_is_the_weighted_z_score_of_the_log_length() -> None:
+    notes = {n.id: n for n in (_note(1), _note(round(math.e**2)), _note(round(math.e**4)))}
+    logs = [math.log(max(n.term_count, 1)) for n in notes.values()]
+    mean = sum(logs) / 3
+    std = math.sqrt(sum((v - mean) ** 2 for v in logs) / 3)
+    priors = length_prior(notes, 0.05)  # type: ignore[arg-type]
+    for (note_id, prior), value in zip(priors.items(), logs, strict=True):
+        assert prior == pytest.approx(0.05 * (value - mean) / std)
+        assert note_id in notes
+    # ln 1, ln 7, ln 55: the shortest note loses, the longest gains, the sum is zero.
+    shortest, _, longest = priors.values()
+    assert shortest < 0 < longest
+    assert sum(priors.values()) == pytest.approx(0.0)
+
+
+def test_prior_is_off_at_weight_zero_for_one_candidate_and_for_equal_lengths() -> None:
+    notes = {n.id: n for n in (_note(3), _note(30))}
+    assert length_prior(notes, 0.0) == {}  # type: ignore[arg-type]
+    single = _note(12)
+    assert length_prior({single.id: single}, 0.05) == {}  # type: ignore[arg-type]
+    same = {n.id: n for n in (_note(9), _note(9))}
+    assert set(length_prior(same, 0.05).values()) == {0.0}  # type: ignore[arg-type]
+
+
+def test_score_adds_the_prior_to_relevance_and_explains_it() -> None:
+    short, long = _note(4), _note(40)
+    notes = {short.id: short, long.id: long}
+    relevance = {short.id: 0.6, long.id: 0.6}
+    settings = Settings()
+    scored = {}
+    for weight in (0.0, 0.05):
+        options = SearchOptions(length_prior=weight, speaker_prior=False)
+        passed, below = _score(notes, relevance, {}, {}, "q", NOW, settings, options)  # type: ignore[arg-type]
+        scored[weight] = {h.note.id: h for h in passed + below}
+    assert scored[0.0][short.id].relevance == scored[0.0][long.id].relevance == 0.6
+    # Two candidates: z = -1 and +1, so relevance moves by the weight either way.
+    assert scored[0.05][short.id].relevance == pytest.approx(0.55)
+    assert scored[0.05][long.id].relevance == pytest.approx(0.65)
+    assert scored[0.05][long.id].score > scored[0.05][short.id].score
+    assert scored[0.05][long.id].explanation()["length_prior"] == pytest.approx(0.05)
+    assert scored[0.05][short.id].explanation()["length_prior"] == pytest.approx(-0.05)
