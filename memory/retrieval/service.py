@@ -272,7 +272,8 @@ def length_prior(notes: dict[uuid.UUID, ScoredNote], weight: float) -> dict[uuid
     Why: the window routes credit a note with its neighbours' words, so a turn that says
     little itself ("What did it look like?") can outrank the informative turn beside it,
     and it is of little use as a memory on its own. On LoCoMo weight 0.05 moved R@10
-    .801 -> .8xx (benchmarks/README.md, session 12). Empty when off or with one candidate.
+    .801 -> .810, every category up (benchmarks/README.md, session 12); /v1/context
+    switches it off (a token budget). Empty when off or with fewer than two candidates.
     """
     if weight == 0.0 or len(notes) < 2:
         return {}

@@ -318,3 +318,29 @@ def test_mmr_pool_vectors_are_the_notes_vectors_of_the_viewer_only(memory_user: 
     assert set(mine) == set(ids) and theirs == {}
     for row in rows:
         assert np.allclose(mine[row.id], np.asarray(row.embedding, dtype=np.float32), atol=1e-6)
+
+
+def test_search_weighs_a_notes_length_and_context_does_not(
+    api_client: TestClient, memory_user: tuple
+) -> None:
+    """/v1/search adds the length prior to relevance (longer notes gain, shorter lose);
+    /v1/context ranks without it, since its block is budgeted in tokens."""
+    user, headers, _ = memory_user
+    results = _search(api_client, headers, user, "Tell me about my dog and my sister")
+    by_content = {r["content"]: r["explanation"] for r in results}
+    with session_scope() as session:
+        lengths = {
+            n.content: n.term_count
+            for n in session.query(Note).filter(Note.user_id == user, Note.status == "active")
+        }
+    priors = {content: e["length_prior"] for content, e in by_content.items()}
+    longest = max(priors, key=lambda c: lengths[c])
+    shortest = min(priors, key=lambda c: lengths[c])
+    assert lengths[longest] > lengths[shortest]
+    assert priors[longest] > 0 > priors[shortest]
+    body = {"user_id": user, "agent_id": "helper", "session_id": "s9", "timeout_ms": 5000}
+    body["prompt"] = "Tell me about my dog and my sister"
+    block = api_client.post("/v1/context", json=body, headers=headers).json()
+    assert block["memories"] and all(
+        m["explanation"]["length_prior"] == 0.0 for m in block["memories"]
+    )

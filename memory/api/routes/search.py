@@ -95,7 +95,7 @@ def _search(
     query: str,
     top_k: int,
     timeout_ms: int | None = None,
-    deadline: Deadline | None = None,
+    options: SearchOptions | None = None,
 ) -> tuple[list[SearchHit], list[dict[str, Any]]]:
     settings = get_settings()
     filters = SearchFilters()
@@ -124,7 +124,7 @@ def _search(
             top_k=top_k,
             settings=settings,
             filters=filters,
-            options=SearchOptions(deadline=deadline),
+            options=options,
         )
         hits, sources = _rls_checked(session, viewer, hits)
         results = [_result(h, sources[h.note.id]) for h in hits]
@@ -187,8 +187,11 @@ def context(
     started = time.perf_counter()
     # Optional read steps stop at this share of the budget; the rest is left for scoring.
     deadline = Deadline.after(body.timeout_ms * OPTIONAL_STEPS_SHARE / 1000)
+    # No length prior: the block is budgeted in tokens, and preferring longer notes spent
+    # it on fewer memories (LoCoMo: 23.1 -> 19.8 per block, context recall .867 -> .862).
+    options = SearchOptions(deadline=deadline, length_prior=0.0)
     future = _POOL.submit(
-        _search, principal, body, body.prompt, CONTEXT_POOL_SIZE, body.timeout_ms, deadline
+        _search, principal, body, body.prompt, CONTEXT_POOL_SIZE, body.timeout_ms, options
     )
     try:
         hits, results = future.result(timeout=body.timeout_ms / 1000)
