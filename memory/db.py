@@ -24,6 +24,7 @@ from sqlalchemy import (
     event,
     func,
     select,
+    text,
 )
 from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -268,3 +269,30 @@ def scoped_session_for(
     with session_scope(settings) as session:
         scope_session(session, tenant_id=tenant_id, user_id=user_id)
         yield session
+
+
+@contextmanager
+def graph_scan_cap(session: Session, tuples: int) -> Iterator[None]:
+    """Within the block, an HNSW iterative scan of this transaction visits at most `tuples`
+    graph entries; afterwards the transaction's own value holds again.
+
+    The graph walks outwards from the query, so a filter whose slice lies elsewhere (a
+    domain the question is not about) is met late or never: visiting more entries costs
+    time linearly and finds little, while the exact fallback ranks the slice in bounded time.
+    """
+    [row] = _SET_SCAN_TUPLES.rows(session, {"tuples": str(int(tuples))})
+    previous = row.previous
+    try:
+        yield
+    finally:
+        _SET_SCAN_TUPLES.rows(session, {"tuples": previous})
+
+
+# The transaction's value first (an InitPlan runs before the set_config of its statement);
+# NULL before pgvector's library is loaded in this backend, and NULL given back resets.
+_SET_SCAN_TUPLES = CompiledStatement(
+    text(
+        "SELECT (SELECT current_setting('hnsw.max_scan_tuples', true)) AS previous,"
+        " set_config('hnsw.max_scan_tuples', :tuples, true) AS now_set"
+    )
+)

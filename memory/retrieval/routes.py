@@ -11,8 +11,6 @@ GIN on tsvector, trigram). Each statement is compiled once per scope shape
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from pgvector.sqlalchemy import Vector
@@ -27,13 +25,12 @@ from sqlalchemy import (
     literal_column,
     or_,
     select,
-    text,
     true,
     union_all,
 )
 from sqlalchemy.orm import Session, aliased
 
-from memory.db import CompiledStatement
+from memory.db import CompiledStatement, graph_scan_cap
 from memory.links.models import Link
 from memory.notes.models import EMBEDDING_DIMENSION, Note, NoteVector
 from memory.retrieval.scope import (
@@ -96,33 +93,6 @@ def dense_route(
         fallback = _dense_slice_statement if scope.filters.narrows else _dense_statement
         rows = fallback(scope.shape, limit).rows(session, params)
     return {row.id: 1.0 - float(row.d) for row in rows}
-
-
-@contextmanager
-def graph_scan_cap(session: Session, tuples: int) -> Iterator[None]:
-    """Within the block, an HNSW iterative scan of this transaction visits at most `tuples`
-    graph entries; afterwards the transaction's own value holds again.
-
-    The graph walks outwards from the query, so a filter whose slice lies elsewhere (a
-    domain the question is not about) is met late or never: visiting more entries costs
-    time linearly and finds little, while the exact fallback ranks the slice in bounded time.
-    """
-    [row] = _SET_SCAN_TUPLES.rows(session, {"tuples": str(int(tuples))})
-    previous = row.previous
-    try:
-        yield
-    finally:
-        _SET_SCAN_TUPLES.rows(session, {"tuples": previous})
-
-
-# The transaction's value first (an InitPlan runs before the set_config of its statement);
-# NULL before pgvector's library is loaded in this backend, and NULL given back resets.
-_SET_SCAN_TUPLES = CompiledStatement(
-    text(
-        "SELECT (SELECT current_setting('hnsw.max_scan_tuples', true)) AS previous,"
-        " set_config('hnsw.max_scan_tuples', :tuples, true) AS now_set"
-    )
-)
 
 
 def _vector_scope(shape: ScopeShape) -> list[ColumnElement[bool]]:

@@ -8,7 +8,6 @@ follow-up task); with noise disabled the ranking is deterministic.
 
 from __future__ import annotations
 
-import math
 import re
 import uuid
 from dataclasses import dataclass, field, replace
@@ -34,7 +33,7 @@ from memory.retrieval.candidates import (  # noqa: F401 - the read path's public
     SearchOptions,
     run_routes,
 )
-from memory.retrieval.fusion import fuse, to_relevance, zscore
+from memory.retrieval.fusion import fuse, length_prior, to_relevance
 from memory.retrieval.mmr import mmr
 from memory.types import id_in_param, utcnow
 
@@ -232,7 +231,7 @@ def _score(
         if settings.activation.noise_enabled
         else None
     )
-    priors = length_prior(notes, options.length_prior)
+    priors = length_prior({i: n.term_count for i, n in notes.items()}, options.length_prior)
     hits: list[SearchHit] = []
     below: list[SearchHit] = []
     for note_id, note in notes.items():
@@ -263,22 +262,6 @@ def _score(
     for group in (hits, below):
         group.sort(key=lambda h: (-h.score, str(h.note.id)))
     return hits, below
-
-
-def length_prior(notes: dict[uuid.UUID, ScoredNote], weight: float) -> dict[uuid.UUID, float]:
-    """weight · z(ln term_count) per candidate: a note with more words of its own ranks a
-    little higher among candidates of similar relevance.
-
-    Why: the window routes credit a note with its neighbours' words, so a turn that says
-    little itself ("What did it look like?") can outrank the informative turn beside it,
-    and it is of little use as a memory on its own. On LoCoMo weight 0.05 moved R@10
-    .801 -> .810, every category up (benchmarks/README.md, session 12); /v1/context
-    switches it off (a token budget). Empty when off or with fewer than two candidates.
-    """
-    if weight == 0.0 or len(notes) < 2:
-        return {}
-    lengths = {note_id: math.log(max(note.term_count, 1)) for note_id, note in notes.items()}
-    return {note_id: weight * z for note_id, z in zscore(lengths).items()}
 
 
 def _pool_vectors(

@@ -12,7 +12,8 @@ import pytest
 
 from memory.config import Settings
 from memory.retrieval.candidates import SearchOptions
-from memory.retrieval.service import _score, length_prior
+from memory.retrieval.fusion import length_prior
+from memory.retrieval.service import _score
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -35,7 +36,7 @@ def test_prior_is_the_weighted_z_score_of_the_log_length() -> None:
     logs = [math.log(max(n.term_count, 1)) for n in notes.values()]
     mean = sum(logs) / 3
     std = math.sqrt(sum((v - mean) ** 2 for v in logs) / 3)
-    priors = length_prior(notes, 0.05)  # type: ignore[arg-type]
+    priors = length_prior({i: n.term_count for i, n in notes.items()}, 0.05)
     for (note_id, prior), value in zip(priors.items(), logs, strict=True):
         assert prior == pytest.approx(0.05 * (value - mean) / std)
         assert note_id in notes
@@ -46,12 +47,11 @@ def test_prior_is_the_weighted_z_score_of_the_log_length() -> None:
 
 
 def test_prior_is_off_at_weight_zero_for_one_candidate_and_for_equal_lengths() -> None:
-    notes = {n.id: n for n in (_note(3), _note(30))}
-    assert length_prior(notes, 0.0) == {}  # type: ignore[arg-type]
-    single = _note(12)
-    assert length_prior({single.id: single}, 0.05) == {}  # type: ignore[arg-type]
-    same = {n.id: n for n in (_note(9), _note(9))}
-    assert set(length_prior(same, 0.05).values()) == {0.0}  # type: ignore[arg-type]
+    assert length_prior({"a": 3, "b": 30}, 0.0) == {}
+    assert length_prior({"a": 12}, 0.05) == {}
+    assert length_prior({"a": 9, "b": 9}, 0.05) == {"a": 0.0, "b": 0.0}
+    # An empty note counts as one term rather than failing on ln 0.
+    assert length_prior({"a": 0, "b": 1}, 0.05) == {"a": 0.0, "b": 0.0}
 
 
 def test_score_adds_the_prior_to_relevance_and_explains_it() -> None:
