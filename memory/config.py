@@ -156,6 +156,9 @@ class RetrievalSettings(_Section):
     # query is not found by walking further: at 100k notes the default 20,000 took 53 ms
     # for a domain filter and still came up short (benchmarks/README.md, session 12).
     filtered_scan_tuples: int = Field(4000, ge=100, le=1_000_000)
+    # Weight of the length prior in /v1/search (relevance + weight · z(ln term_count) among
+    # the scored candidates); 0 switches it off. /v1/context never applies it.
+    length_prior: float = Field(0.05, ge=0.0, le=1.0)
 
 
 class PipelineSettings(_Section):

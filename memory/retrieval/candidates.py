@@ -32,8 +32,9 @@ class SearchOptions:
     routes: tuple[str, ...] = DEFAULT_ROUTES
     speaker_prior: bool = True
     # Weight of the length prior: relevance + weight · z(ln term_count) over the scored
-    # candidates (`service.length_prior`); 0 switches it off.
-    length_prior: float = 0.05
+    # candidates (`fusion.length_prior`); 0 switches it off, None: `search_notes` takes
+    # `retrieval.length_prior`.
+    length_prior: float | None = None
     activation: bool = True
     mmr: bool = True
     fusion: str = "zscore"

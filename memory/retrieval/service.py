@@ -144,8 +144,7 @@ def search_notes(
         options or SearchOptions(),
         now or utcnow(),
     )
-    if options.scan_tuples is None:
-        options = replace(options, scan_tuples=settings.retrieval.filtered_scan_tuples)
+    options = _with_settings(options, settings)
     # Access rules and filters as of now; `now` is the activation's clock.
     scope = r.ReadScope(viewer, filters)
     found = run_routes(session, scope, query, vector, options)
@@ -180,6 +179,15 @@ def search_notes(
         # searches and /v1/context keep the threshold as a hard cut (DESIGN.md §5).
         chosen += below[: top_k - len(chosen)]
     return chosen
+
+
+def _with_settings(options: SearchOptions, settings: Settings) -> SearchOptions:
+    """The options with the server's settings where the caller left them unset."""
+    if options.scan_tuples is None:
+        options = replace(options, scan_tuples=settings.retrieval.filtered_scan_tuples)
+    if options.length_prior is None:
+        options = replace(options, length_prior=settings.retrieval.length_prior)
+    return options
 
 
 def _allows(options: SearchOptions, step: str) -> bool:
@@ -231,7 +239,8 @@ def _score(
         if settings.activation.noise_enabled
         else None
     )
-    priors = length_prior({i: n.term_count for i, n in notes.items()}, options.length_prior)
+    weight = options.length_prior or 0.0
+    priors = length_prior({i: n.term_count for i, n in notes.items()}, weight)
     hits: list[SearchHit] = []
     below: list[SearchHit] = []
     for note_id, note in notes.items():

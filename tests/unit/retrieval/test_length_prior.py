@@ -13,7 +13,7 @@ import pytest
 from memory.config import Settings
 from memory.retrieval.candidates import SearchOptions
 from memory.retrieval.fusion import length_prior
-from memory.retrieval.service import _score
+from memory.retrieval.service import _score, _with_settings
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -71,3 +71,24 @@ def test_score_adds_the_prior_to_relevance_and_explains_it() -> None:
     assert scored[0.05][long.id].score > scored[0.05][short.id].score
     assert scored[0.05][long.id].explanation()["length_prior"] == pytest.approx(0.05)
     assert scored[0.05][short.id].explanation()["length_prior"] == pytest.approx(-0.05)
+
+
+def test_unset_options_take_the_servers_settings_and_set_ones_stay() -> None:
+    settings = Settings()
+    settings.retrieval.length_prior = 0.02
+    settings.retrieval.filtered_scan_tuples = 1234
+    unset = _with_settings(SearchOptions(), settings)
+    assert (unset.length_prior, unset.scan_tuples) == (0.02, 1234)
+    kept = _with_settings(SearchOptions(length_prior=0.0, scan_tuples=99), settings)
+    assert (kept.length_prior, kept.scan_tuples) == (0.0, 99)
+    assert Settings().retrieval.length_prior == 0.05
+
+
+def test_the_length_prior_setting_is_read_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MUMA_RETRIEVAL__LENGTH_PRIOR", "0.1")
+    assert Settings().retrieval.length_prior == 0.1
+    monkeypatch.setenv("MUMA_RETRIEVAL__LENGTH_PRIOR", "-1")
+    with pytest.raises(ValueError, match="length_prior"):
+        Settings()
