@@ -11,6 +11,7 @@ GIN on tsvector, trigram). Each statement is compiled once per scope shape
 from __future__ import annotations
 
 import uuid
+from contextlib import nullcontext
 from typing import Any
 
 from pgvector.sqlalchemy import Vector
@@ -83,12 +84,9 @@ def dense_route(
     (`graph_scan_cap`): a slice the graph has not reached by then is ranked exactly.
     """
     params = {**scope.params, "query_vector": vector, "pool_size": limit * DENSE_POOL_FACTOR}
-    pool = _dense_pool_statement(scope.shape, limit)
-    if scope.filters.narrows and scan_tuples is not None:
-        with graph_scan_cap(session, scan_tuples):
-            rows = pool.rows(session, params)
-    else:
-        rows = pool.rows(session, params)
+    cap = scan_tuples if scope.filters.narrows else None
+    with graph_scan_cap(session, cap) if cap is not None else nullcontext():
+        rows = _dense_pool_statement(scope.shape, limit).rows(session, params)
     if len(rows) < limit:
         fallback = _dense_slice_statement if scope.filters.narrows else _dense_statement
         rows = fallback(scope.shape, limit).rows(session, params)
