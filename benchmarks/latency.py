@@ -283,8 +283,7 @@ def _probe(plan: dict[str, int], args: argparse.Namespace, end: datetime) -> dic
             # The filtered searches' pieces, with the same filters as over HTTP.
             bodies = {u: filter_bodies(p, end)[name] for u, p in profiles.items()}
             filters = {u: search_filters(body) for u, body in bodies.items()}
-            filtered = [(u, q) for u, q in work[::2]]
-            out[f"{_k(size)} filter_{name}"] = {"pieces": profile_pieces(filtered, filters)}
+            out[f"{_k(size)} filter_{name}"] = {"pieces": profile_pieces(work[::2], filters)}
         pieces = profile_pieces(work)
         plans = explain_search(
             users[0],
