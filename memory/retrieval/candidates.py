@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Protocol, TypeAlias
 
 import numpy as np
 from sqlalchemy.orm import Session
@@ -23,6 +24,17 @@ ALL_ROUTES = ("dense", "dense_window", "bm25", "bm25_window", "verbatim", "neigh
 # Link expansion measured -0.005 to -0.02 R@10 on LoCoMo (benchmarks/README.md), so it is
 # available but off by default.
 DEFAULT_ROUTES = tuple(route for route in ALL_ROUTES if route != "links")
+
+
+class PendingVector(Protocol):
+    """A query vector still being computed (a `concurrent.futures.Future`): the caller
+    embeds the query while the routes that need no vector run."""
+
+    def result(self, timeout: float | None = None) -> np.ndarray: ...
+
+
+# The query's vector, one still being computed, or None (the dense routes are skipped).
+QueryVector: TypeAlias = np.ndarray | PendingVector | None
 
 
 @dataclass(frozen=True)
@@ -53,17 +65,26 @@ def run_routes(
     session: Session,
     scope: r.ReadScope,
     query: str,
-    vector: np.ndarray | None,
+    vector: QueryVector,
     options: SearchOptions,
 ) -> dict[str, dict[uuid.UUID, float]]:
     """Each enabled route's candidates; past `options.deadline` only the first one runs.
 
     Strongest routes first (BM25 alone is the best single route on LoCoMo), so a read cut
-    short by its budget still has the candidates that matter most.
+    short by its budget still has the candidates that matter most. A pending `vector` is
+    waited for only when the first dense route runs, after BM25: the query's embedding
+    (CPU in this process) overlaps the lexical statements (CPU in PostgreSQL's).
     """
     terms: b.QueryTerms | None = None
-    # The query vector's text form, once for the dense and the window statements.
-    query_vector = vector_text(vector) if vector is not None else ""
+    text_form: str | None = None
+
+    def query_vector() -> str:
+        # The vector's text form, once for the dense and the window statements.
+        nonlocal text_form
+        if text_form is None:
+            ready = vector if isinstance(vector, np.ndarray) else vector.result()  # type: ignore[union-attr]
+            text_form = vector_text(ready)
+        return text_form
 
     found: dict[str, dict[uuid.UUID, float]] = {}
 
@@ -84,12 +105,12 @@ def run_routes(
     def window_of_candidates() -> dict[uuid.UUID, float]:
         # Scores the notes the other routes found; searching window vectors through their
         # own HNSW graph ranked worse on LoCoMo (R@10 .797 against .804) and cost a graph.
-        return r.window_similarity(session, found_so_far(), query_vector)
+        return r.window_similarity(session, found_so_far(), query_vector())
 
     steps = {
         "bm25": lambda: bm25(False),
         "dense": lambda: r.dense_route(
-            session, scope, query_vector, limit=ROUTE_LIMIT, scan_tuples=options.scan_tuples
+            session, scope, query_vector(), limit=ROUTE_LIMIT, scan_tuples=options.scan_tuples
         ),
         "verbatim": lambda: r.verbatim_route(
             session, scope, verbatim_tokens(query), limit=ROUTE_LIMIT

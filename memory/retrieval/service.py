@@ -30,6 +30,7 @@ from memory.retrieval.candidates import (  # noqa: F401 - the read path's public
     ALL_ROUTES,
     DEFAULT_ROUTES,
     ROUTE_LIMIT,
+    QueryVector,
     SearchOptions,
     run_routes,
 )
@@ -131,14 +132,17 @@ def search_notes(
     session: Session,
     viewer: Viewer,
     query: str,
-    vector: np.ndarray | None,
+    vector: QueryVector,
     top_k: int,
     settings: Settings,
     filters: r.SearchFilters | None = None,
     options: SearchOptions | None = None,
     now: datetime | None = None,
 ) -> list[SearchHit]:
-    """The top_k notes for `query` that the viewer may see, best first, with explanations."""
+    """The top_k notes for `query` that the viewer may see, best first, with explanations.
+
+    `vector` may still be pending (`candidates.PendingVector`): it is waited for when the
+    dense route needs it, after the lexical routes have run."""
     filters, options, now = (
         filters or r.SearchFilters(),
         options or SearchOptions(),

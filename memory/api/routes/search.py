@@ -34,6 +34,8 @@ from memory.types import utcnow
 router = APIRouter(tags=["read"])
 log = logging.getLogger(__name__)
 _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="context")
+# Query embeddings run here while the request's lexical routes wait on PostgreSQL.
+_EMBED_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="embed")
 CONTEXT_POOL_SIZE = 40
 OPTIONAL_STEPS_SHARE = 0.5
 
@@ -103,7 +105,9 @@ def _search(
         filters = SearchFilters(
             tuple(body.kinds), tuple(body.domains), body.since, body.until, body.include_archived
         )
-    vector = embed_query(query, settings)
+    # Embedded in parallel with the transaction's first statements: the dense route waits
+    # for it after the viewer is resolved and BM25 has run (`run_routes`).
+    vector = _EMBED_POOL.submit(embed_query, query, settings)
     with session_scope(custom_plans=True) as session:
         if timeout_ms is not None:
             session.execute(text(f"SET LOCAL statement_timeout = {int(timeout_ms)}"))
