@@ -51,8 +51,9 @@ window_embedding vector embedding_model text turn_seq int8
 """
 # Model columns the loader leaves NULL on purpose (no summaries, no superseding links).
 LEFT_NULL = frozenset({"summary", "superseded_by"})
-# The trigger of migration 0004 that copies each new note's vector into note_vectors.
-MIRROR_TRIGGER = "notes_vectors_insert"
+# The triggers of migrations 0004 and 0008 that copy each new note's vector into
+# note_vectors and its window vector into note_window_vectors.
+MIRROR_TRIGGERS = ("notes_vectors_insert", "notes_window_vectors_insert")
 
 
 def _pairs(spec: str) -> tuple[tuple[str, str], ...]:
@@ -286,15 +287,17 @@ def load_user(
                 f"DELETE FROM {table} WHERE tenant_id = %s AND user_id = %s",
                 (TENANT, profile.user_id),
             )
-        # Row by row into a live HNSW graph would dominate the load: note_vectors is filled
+        # Row by row into a live HNSW graph would dominate the load: the mirrors are filled
         # in bulk by build_indexes. ALTER TABLE is transactional: a failed load leaves the
-        # trigger enabled.
-        cur.execute(f"ALTER TABLE notes DISABLE TRIGGER {MIRROR_TRIGGER}")
+        # triggers enabled.
+        for trigger in MIRROR_TRIGGERS:
+            cur.execute(f"ALTER TABLE notes DISABLE TRIGGER {trigger}")
         with cur.copy(f"COPY notes ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.set_types([t for _, t in NOTE_COLUMNS])
             for i in range(len(drafts)):
                 copy.write_row(rows.row(i, vecs[i], wins[i], end))
-        cur.execute(f"ALTER TABLE notes ENABLE TRIGGER {MIRROR_TRIGGER}")
+        for trigger in MIRROR_TRIGGERS:
+            cur.execute(f"ALTER TABLE notes ENABLE TRIGGER {trigger}")
         _copy_side_tables(cur, rows)
     conn.commit()
     done = time.perf_counter()
@@ -334,8 +337,9 @@ def secondary_indexes() -> list[tuple[str, str]]:
 
 
 def fill_note_vectors(conn: psycopg.Connection) -> None:
-    """What the mirror trigger (off during the COPY) would have written, in one statement;
-    note_vectors' graphs are dropped first so the insert does not maintain them."""
+    """What the mirror triggers (off during the COPY) would have written, one statement
+    per mirror; note_vectors' graphs are dropped first so the insert does not maintain
+    them."""
     for name, statement in secondary_indexes():
         if " ON note_vectors " in statement:
             conn.execute(f"DROP INDEX IF EXISTS {name}")
@@ -345,6 +349,12 @@ def fill_note_vectors(conn: psycopg.Connection) -> None:
         " domain, occurred_at) SELECT tenant_id, user_id, id, status = 'active', embedding,"
         " kind, domain, occurred_at FROM notes"
         " WHERE embedding IS NOT NULL AND status IN ('active', 'archived') AND valid_to IS NULL"
+    )
+    conn.execute("TRUNCATE note_window_vectors")
+    conn.execute(
+        "INSERT INTO note_window_vectors (tenant_id, user_id, note_id, window_embedding)"
+        " SELECT tenant_id, user_id, id, window_embedding FROM notes WHERE window_embedding"
+        " IS NOT NULL AND status IN ('active', 'archived') AND valid_to IS NULL"
     )
 
 
@@ -375,7 +385,14 @@ def build_indexes(conn: psycopg.Connection, *, memory: str, log: Any) -> dict[st
         timings[name] = time.perf_counter() - started
         log(f"  index {name}: {timings[name]:.0f}s")
     started = time.perf_counter()
-    for table in ("notes", "note_vectors", "links", "lexicon", "lexicon_totals"):
+    for table in (
+        "notes",
+        "note_vectors",
+        "note_window_vectors",
+        "links",
+        "lexicon",
+        "lexicon_totals",
+    ):
         conn.execute(f"VACUUM ANALYZE {table}")
     timings["vacuum_analyze"] = time.perf_counter() - started
     conn.autocommit = False

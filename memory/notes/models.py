@@ -130,6 +130,7 @@ class Note(Base):
     window_term_count: Mapped[int] = mapped_column(Integer, default=0)
     # Searched through its mirror `note_vectors` (kept by a trigger, migration 0004).
     embedding: Mapped[Any | None] = mapped_column(BinaryVector(EMBEDDING_DIMENSION))
+    # Scored through its mirror `note_window_vectors` (kept by a trigger, migration 0008).
     window_embedding: Mapped[Any | None] = mapped_column(BinaryVector(EMBEDDING_DIMENSION))
     embedding_model: Mapped[str | None] = mapped_column(String(128))
 
@@ -172,6 +173,25 @@ class NoteVector(Base):
     kind: Mapped[str] = mapped_column(String(16))
     domain: Mapped[str] = mapped_column(String(64))
     occurred_at: Mapped[datetime] = mapped_column(Timestamp)
+
+
+class NoteWindowVector(Base):
+    """The window vectors of the searchable notes, inline, for scoring candidates by id.
+
+    Invariants: maintained only by the trigger of migration 0008 (never written by
+    application code): one row per note with a window vector that is active or archived
+    and current, same tenant, user and id. Hash-partitioned by (tenant_id, user_id) like
+    `note_vectors`; a read names both to be pruned to one partition. No graph: window
+    vectors are never searched, only scored for candidates other routes found.
+    """
+
+    __tablename__ = "note_window_vectors"
+    __table_args__ = ({"postgresql_partition_by": "HASH (tenant_id, user_id)"},)
+
+    tenant_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    note_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    window_embedding: Mapped[Any] = mapped_column(BinaryVector(EMBEDDING_DIMENSION))
 
 
 class NoteSource(Base):

@@ -105,7 +105,7 @@ def run_routes(
     def window_of_candidates() -> dict[uuid.UUID, float]:
         # Scores the notes the other routes found; searching window vectors through their
         # own HNSW graph ranked worse on LoCoMo (R@10 .797 against .804) and cost a graph.
-        return r.window_similarity(session, found_so_far(), query_vector())
+        return r.window_similarity(session, scope.viewer, found_so_far(), query_vector())
 
     steps = {
         "bm25": lambda: bm25(False),

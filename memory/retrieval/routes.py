@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from contextlib import nullcontext
+from functools import cache
 from typing import Any
 
 from pgvector.sqlalchemy import Vector
@@ -31,9 +32,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session, aliased
 
+from memory.access.policy import Viewer
 from memory.db import CompiledStatement, graph_scan_cap
 from memory.links.models import Link
-from memory.notes.models import EMBEDDING_DIMENSION, Note, NoteVector
+from memory.notes.models import EMBEDDING_DIMENSION, Note, NoteVector, NoteWindowVector
 from memory.retrieval.scope import (
     ReadScope,
     ScopeShape,
@@ -167,23 +169,32 @@ def _dense_statement(shape: ScopeShape, limit: int) -> CompiledStatement:
 
 
 def window_similarity(
-    session: Session, note_ids: list[uuid.UUID], vector: str
+    session: Session, viewer: Viewer, note_ids: list[uuid.UUID], vector: str
 ) -> dict[uuid.UUID, float]:
     """Cosine of the query (`vector_text`) with the window vectors of `note_ids`, which
-    must come from routes that applied the access rules (this reads those rows only, by
-    primary key)."""
+    must come from routes that applied the access rules; read from the viewer's partition
+    of `note_window_vectors` (inline rows, by primary key), so a note of another user is
+    never scored."""
     if not note_ids:
         return {}
-    rows = _window_statement().rows(session, {"ids": note_ids, "query_vector": vector})
-    return {row.id: float(row.s) for row in rows}
+    params = {
+        "tenant_id": viewer.tenant_id,
+        "user_id": viewer.user_id,
+        "ids": note_ids,
+        "query_vector": vector,
+    }
+    rows = _window_statement().rows(session, params)
+    return {row.note_id: float(row.s) for row in rows}
 
 
-@shape_cached
+@cache
 def _window_statement() -> CompiledStatement:
-    similarity = 1.0 - _query_distance(Note.window_embedding)
+    similarity = 1.0 - _query_distance(NoteWindowVector.window_embedding)
     return CompiledStatement(
-        select(Note.id, similarity.label("s")).where(
-            id_in_param(Note.id, "ids"), Note.window_embedding.is_not(None)
+        select(NoteWindowVector.note_id, similarity.label("s")).where(
+            NoteWindowVector.tenant_id == bindparam("tenant_id", type_=String),
+            NoteWindowVector.user_id == bindparam("user_id", type_=String),
+            id_in_param(NoteWindowVector.note_id, "ids"),
         )
     )
 

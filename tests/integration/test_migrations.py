@@ -28,6 +28,7 @@ EXPECTED_TABLES = {
     "lexicon_totals",
     "tombstones",
     "note_vectors",
+    "note_window_vectors",
 }
 
 

@@ -337,8 +337,11 @@ def _policies(url: str) -> tuple[int, int]:
 
 def test_migration_downgrades_and_upgrades_again(scratch_database: str) -> None:
     upgrade_database("head", url=scratch_database)
-    assert _policies(scratch_database) == (13, 13)  # note_vectors since 0004
+    assert _policies(scratch_database) == (
+        14,
+        14,
+    )  # note_vectors (0004), note_window_vectors (0008)
     downgrade_database("0001", url=scratch_database)
     assert _policies(scratch_database) == (0, 0)
     upgrade_database("head", url=scratch_database)
-    assert _policies(scratch_database) == (13, 13)
+    assert _policies(scratch_database) == (14, 14)

@@ -1,0 +1,180 @@
+"""note_window_vectors (migration 0008): the trigger-kept mirror of the searchable notes'
+window vectors, which the read path's dense_window route scores its candidates from.
+
+The mirror follows inserts, window changes, status, validity and deletes of notes (also
+when made as `muma_app`), and nothing else; `window_similarity` reads only the viewer's
+rows and scores them as the cosine of the stored window; the migration fills it from the
+notes it finds and drops it on the way down.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import psycopg
+import pytest
+from sqlalchemy import create_engine, text
+
+from memory.access.policy import Viewer
+from memory.db import scoped_session_for, session_scope, sqlalchemy_url
+from memory.notes.models import Note
+from memory.notes.vectors import vector_text
+from memory.ops.migrations import downgrade_database, upgrade_database
+from memory.retrieval import routes as r
+from memory.types import utcnow
+from tests.support.helpers import new_note
+
+pytestmark = pytest.mark.integration
+
+# xmin shows whether the row was rewritten.
+MIRROR = (
+    "SELECT window_embedding::text AS v, xmin::text AS x"
+    " FROM note_window_vectors WHERE note_id = :id"
+)
+
+
+def _unit(rng: np.random.Generator) -> list[float]:
+    v = rng.normal(size=384)
+    return list(v / np.linalg.norm(v))
+
+
+def _mirror(note_id: uuid.UUID) -> Any:
+    with session_scope() as session:
+        return session.execute(text(MIRROR), {"id": note_id}).one_or_none()
+
+
+def _note(tenant: str, user: str, window: list[float] | None, **extra: Any) -> Note:
+    return new_note(tenant, user, f"note {uuid.uuid4()}", window_embedding=window, **extra)
+
+
+def _set(note_id: uuid.UUID, **values: Any) -> None:
+    with session_scope() as session:
+        note = session.get(Note, note_id)
+        assert note is not None
+        for name, value in values.items():
+            setattr(note, name, value)
+
+
+def test_mirror_follows_the_window_vector(database_url: str, tenant_id: str, user_id: str) -> None:
+    rng = np.random.default_rng(11)
+    note = _note(tenant_id, user_id, _unit(rng))
+    bare = _note(tenant_id, user_id, None)
+    with session_scope() as session:
+        session.add_all([note, bare])
+    first = _mirror(note.id)
+    assert first is not None and _mirror(bare.id) is None  # no window, no row
+    with session_scope() as session:  # neither other columns nor the same vector fire
+        session.execute(
+            text("UPDATE notes SET pinned = true, window_embedding = window_embedding"
+                 " WHERE id = :id"),
+            {"id": note.id},
+        )  # fmt: skip
+    assert _mirror(note.id) == first
+    _set(note.id, window_embedding=_unit(rng))
+    _set(bare.id, window_embedding=_unit(rng))
+    assert _mirror(note.id).v != first.v and _mirror(bare.id) is not None
+    _set(note.id, status="archived")  # archived notes are searchable when asked for
+    assert _mirror(note.id) is not None
+    _set(note.id, status="deleted")
+    assert _mirror(note.id) is None
+    _set(note.id, status="active")
+    assert _mirror(note.id) is not None
+    _set(note.id, valid_to=utcnow())  # a closed version is never searched
+    assert _mirror(note.id) is None
+    _set(bare.id, window_embedding=None)
+    assert _mirror(bare.id) is None
+    _set(bare.id, window_embedding=_unit(rng))
+    with session_scope() as session:
+        session.execute(text("DELETE FROM notes WHERE id = :id"), {"id": bare.id})
+    assert _mirror(bare.id) is None
+
+
+def test_app_role_keeps_the_mirror_and_reads_only_its_rows(
+    database_url: str, tenant_id: str, user_id: str
+) -> None:
+    rng = np.random.default_rng(12)
+    other = _note(tenant_id, f"u-{uuid.uuid4().hex[:10]}", _unit(rng))
+    with session_scope() as session:
+        session.add(other)
+    own = _note(tenant_id, user_id, _unit(rng))
+    with scoped_session_for(tenant_id, user_id) as session:
+        session.add(own)  # the trigger writes with the owner's rights
+        session.flush()
+        visible = set(session.execute(text("SELECT note_id FROM note_window_vectors")).scalars())
+    assert visible == {own.id}
+    assert _mirror(own.id) is not None and _mirror(other.id) is not None
+
+
+def test_window_similarity_scores_the_viewers_notes_by_their_stored_window(
+    database_url: str, tenant_id: str, user_id: str
+) -> None:
+    rng = np.random.default_rng(13)
+    windows = [_unit(rng) for _ in range(3)]
+    mine = [_note(tenant_id, user_id, w) for w in windows[:2]]
+    theirs = _note(tenant_id, f"u-{uuid.uuid4().hex[:10]}", windows[2])
+    with session_scope() as session:
+        session.add_all([*mine, theirs])
+    query = np.asarray(_unit(rng), dtype=np.float32)
+    ids = [n.id for n in (*mine, theirs)]
+    with session_scope() as session:
+        scores = r.window_similarity(
+            session, Viewer(tenant_id, user_id, "main"), ids, vector_text(query)
+        )
+    assert set(scores) == {n.id for n in mine}
+    for note, window in zip(mine, windows, strict=False):
+        assert scores[note.id] == pytest.approx(float(np.dot(window, query)), abs=1e-5)
+
+
+@pytest.fixture()
+def scratch_database(database_url: str) -> Iterator[str]:
+    name = f"scratch_{uuid.uuid4().hex[:8]}"
+    admin = database_url.replace("/muma?", "/postgres?")
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield sqlalchemy_url(database_url.replace("/muma?", f"/{name}?"))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+def test_0008_fills_the_mirror_and_downgrades(scratch_database: str) -> None:
+    upgrade_database("0007", url=scratch_database)
+    engine = create_engine(scratch_database)
+    insert = text(
+        "INSERT INTO notes (id, lineage_id, version, tenant_id, user_id, agent_id, content,"
+        " keywords, tags, kind, domain, visibility, pinned, status, importance, metadata,"
+        " occurred_at, created_at, updated_at, valid_from, access_times, access_count,"
+        " first_access_at, last_access_at, half_life_hours, term_count, window_term_count,"
+        " window_embedding) VALUES (:id, :id, 1, 't', 'u', 'main', 'x', '{}', '{}', 'stable',"
+        " 'general', 'open', false, :status, 0.5, '{}', now(), now(), now(), now(), '{}', 0,"
+        " now(), now(), 168, 0, 0, CAST(:v AS vector))"
+    )
+    vector = "[" + ",".join(["1"] + ["0"] * 383) + "]"
+    searchable, deleted = uuid.uuid4(), uuid.uuid4()
+    exists = text("SELECT to_regclass('note_window_vectors') IS NOT NULL")
+    try:
+        with engine.begin() as conn:
+            conn.execute(insert, {"id": searchable, "status": "active", "v": vector})
+            conn.execute(insert, {"id": deleted, "status": "deleted", "v": vector})
+        upgrade_database("0008", url=scratch_database)
+        with engine.connect() as conn:
+            mirrored = set(conn.execute(text("SELECT note_id FROM note_window_vectors")).scalars())
+            storage = set(
+                conn.execute(
+                    text(
+                        "SELECT a.attstorage FROM pg_inherits i JOIN pg_attribute a"
+                        " ON a.attrelid = i.inhrelid AND a.attname = 'window_embedding'"
+                        " WHERE i.inhparent = 'note_window_vectors'::regclass"
+                    )
+                ).scalars()
+            )
+        assert mirrored == {searchable}
+        assert storage == {"p"}  # inline in every partition
+        downgrade_database("0007", url=scratch_database)
+        with engine.begin() as conn:
+            assert conn.execute(exists).scalar_one() is False
+            conn.execute(insert, {"id": uuid.uuid4(), "status": "active", "v": vector})
+    finally:
+        engine.dispose()
