@@ -113,6 +113,23 @@ def database_url() -> str:
 
 
 @pytest.fixture()
+def scratch_database(database_url: str) -> Iterator[str]:
+    """A database of its own on the session's server (SQLAlchemy URL), not migrated, for
+    tests that walk migrations up and down; dropped afterwards."""
+    import psycopg
+
+    from memory.db import sqlalchemy_url
+
+    name = f"scratch_{uuid.uuid4().hex[:8]}"
+    admin = database_url.replace("/muma?", "/postgres?")
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield sqlalchemy_url(database_url.replace("/muma?", f"/{name}?"))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+@pytest.fixture()
 def tenant_id() -> str:
     return f"t-{uuid.uuid4().hex[:10]}"
 

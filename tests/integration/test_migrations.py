@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 
-import psycopg
 import pytest
-from sqlalchemy import Connection, create_engine, inspect, text
+from sqlalchemy import Connection, TextClause, create_engine, inspect, text
 
-from memory.db import sqlalchemy_url
 from memory.ops.migrations import downgrade_database, upgrade_database
 
 pytestmark = pytest.mark.integration
@@ -32,16 +31,28 @@ EXPECTED_TABLES = {
 }
 
 
-@pytest.fixture()
-def scratch_database(database_url: str):  # type: ignore[no-untyped-def]
-    name = f"scratch_{uuid.uuid4().hex[:8]}"
-    admin = database_url.replace("/muma?", "/postgres?")
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    url = sqlalchemy_url(database_url.replace("/muma?", f"/{name}?"))
-    yield url
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+# A bare note of tenant 't' (user, kind, domain, status and occurred_at as given).
+NOTE = {
+    "u": "u",
+    "kind": "stable",
+    "domain": "general",
+    "status": "active",
+    "occurred_at": datetime(2025, 1, 1, tzinfo=UTC),
+}
+VECTOR = "[" + ",".join(["1"] + ["0"] * 383) + "]"
+
+
+def _insert_note(vector_column: str = "embedding") -> TextClause:
+    """The INSERT of a `NOTE` with one vector column set to :v (a vector's text)."""
+    return text(
+        "INSERT INTO notes (id, lineage_id, version, tenant_id, user_id, agent_id, content,"
+        " keywords, tags, kind, domain, visibility, pinned, status, importance, metadata,"
+        " occurred_at, created_at, updated_at, valid_from, access_times, access_count,"
+        " first_access_at, last_access_at, half_life_hours, term_count, window_term_count,"
+        f" {vector_column}) VALUES (:id, :id, 1, 't', :u, 'main', 'x', '{{}}', '{{}}', :kind,"
+        " :domain, 'open', false, :status, 0.5, '{}', :occurred_at, now(), now(), now(), '{}',"
+        " 0, now(), now(), 168, 0, 0, CAST(:v AS vector))"
+    )
 
 
 def _tables(url: str) -> set[str]:
@@ -146,21 +157,11 @@ def test_constraints_reject_bad_rows(scratch_database: str) -> None:
 def test_0004_backfills_note_vectors_and_downgrades(scratch_database: str) -> None:
     upgrade_database("0003", url=scratch_database)
     engine = create_engine(scratch_database)
-    insert = text(
-        "INSERT INTO notes (id, lineage_id, version, tenant_id, user_id, agent_id, content,"
-        " keywords, tags, kind, domain, visibility, pinned, status, importance, metadata,"
-        " occurred_at, created_at, updated_at, valid_from, access_times, access_count,"
-        " first_access_at, last_access_at, half_life_hours, term_count, window_term_count,"
-        " embedding) VALUES (:id, :id, 1, 't', :u, 'main', 'x', '{}', '{}', 'stable',"
-        " 'general', 'open', false, 'active', 0.5, '{}', now(), now(), now(), now(), '{}', 0,"
-        " now(), now(), 168, 0, 0, CAST(:v AS vector))"
-    )
-    vector = "[" + ",".join(["1"] + ["0"] * 383) + "]"
     ids = [uuid.uuid4() for _ in range(3)]
     try:
         with engine.begin() as conn:
             for i, note_id in enumerate(ids):
-                conn.execute(insert, {"id": note_id, "u": f"u{i}", "v": vector})
+                conn.execute(_insert_note(), {**NOTE, "id": note_id, "u": f"u{i}", "v": VECTOR})
         upgrade_database("head", url=scratch_database)
         with engine.connect() as conn:
             mirrored = set(conn.execute(text("SELECT note_id FROM note_vectors")).scalars())
@@ -178,28 +179,21 @@ def test_0004_backfills_note_vectors_and_downgrades(scratch_database: str) -> No
 def test_0006_fills_the_filter_columns_and_downgrades(scratch_database: str) -> None:
     upgrade_database("0005", url=scratch_database)
     engine = create_engine(scratch_database)
-    insert = text(
-        "INSERT INTO notes (id, lineage_id, version, tenant_id, user_id, agent_id, content,"
-        " keywords, tags, kind, domain, visibility, pinned, status, importance, metadata,"
-        " occurred_at, created_at, updated_at, valid_from, access_times, access_count,"
-        " first_access_at, last_access_at, half_life_hours, term_count, window_term_count,"
-        " embedding) VALUES (:id, :id, 1, 't', 'u', 'main', 'x', '{}', '{}', 'decision',"
-        " :domain, 'open', false, 'active', 0.5, '{}', '2025-03-04T05:06:07Z', now(), now(),"
-        " now(), '{}', 0, now(), now(), 168, 0, 0, CAST(:v AS vector))"
-    )
-    vector = "[" + ",".join(["1"] + ["0"] * 383) + "]"
+    insert = _insert_note()
+    when = datetime(2025, 3, 4, 5, 6, 7, tzinfo=UTC)
+    note = {**NOTE, "kind": "decision", "occurred_at": when, "v": VECTOR}
     mirror = text("SELECT note_id, kind, domain, occurred_at::text FROM note_vectors")
     first, second = uuid.uuid4(), uuid.uuid4()
     try:
         with engine.begin() as conn:
-            conn.execute(insert, {"id": first, "domain": "health", "v": vector})
+            conn.execute(insert, {**note, "id": first, "domain": "health"})
         upgrade_database("head", url=scratch_database)
         with engine.connect() as conn:
             rows = [tuple(row) for row in conn.execute(mirror)]
         assert rows == [(first, "decision", "health", "2025-03-04 05:06:07+00")]
         downgrade_database("0005", url=scratch_database)
         with engine.begin() as conn:
-            conn.execute(insert, {"id": second, "domain": "work", "v": vector})
+            conn.execute(insert, {**note, "id": second, "domain": "work"})
             columns = set(
                 conn.execute(
                     text(
@@ -236,5 +230,34 @@ def test_0007_indexes_every_partition_on_the_filter_columns(scratch_database: st
         downgrade_database("0006", url=scratch_database)
         with engine.connect() as conn:
             assert indexed(conn) == dict.fromkeys(columns, 0)
+    finally:
+        engine.dispose()
+
+
+def test_0008_fills_the_window_mirror_and_downgrades(scratch_database: str) -> None:
+    upgrade_database("0007", url=scratch_database)
+    engine = create_engine(scratch_database)
+    insert = _insert_note("window_embedding")
+    searchable, deleted = uuid.uuid4(), uuid.uuid4()
+    exists = text("SELECT to_regclass('note_window_vectors') IS NOT NULL")
+    storage = text(
+        "SELECT a.attstorage FROM pg_inherits i JOIN pg_attribute a"
+        " ON a.attrelid = i.inhrelid AND a.attname = 'window_embedding'"
+        " WHERE i.inhparent = 'note_window_vectors'::regclass"
+    )
+    try:
+        with engine.begin() as conn:
+            conn.execute(insert, {**NOTE, "id": searchable, "v": VECTOR})
+            conn.execute(insert, {**NOTE, "id": deleted, "status": "deleted", "v": VECTOR})
+        upgrade_database("0008", url=scratch_database)
+        with engine.connect() as conn:
+            mirrored = set(conn.execute(text("SELECT note_id FROM note_window_vectors")).scalars())
+            stored = list(conn.execute(storage).scalars())
+        assert mirrored == {searchable}  # a deleted note is never scored
+        assert stored == ["p"] * 64  # inline in every partition
+        downgrade_database("0007", url=scratch_database)
+        with engine.begin() as conn:
+            assert conn.execute(exists).scalar_one() is False
+            conn.execute(insert, {**NOTE, "id": uuid.uuid4(), "v": VECTOR})  # no trigger left
     finally:
         engine.dispose()

@@ -3,26 +3,23 @@ window vectors, which the read path's dense_window route scores its candidates f
 
 The mirror follows inserts, window changes, status, validity and deletes of notes (also
 when made as `muma_app`), and nothing else; `window_similarity` reads only the viewer's
-rows and scores them as the cosine of the stored window; the migration fills it from the
-notes it finds and drops it on the way down.
+rows and scores them as the cosine of the stored window. The migration itself:
+`test_migrations.test_0008_fills_the_window_mirror_and_downgrades`.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-import psycopg
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 
 from memory.access.policy import Viewer
-from memory.db import scoped_session_for, session_scope, sqlalchemy_url
+from memory.db import scoped_session_for, session_scope
 from memory.notes.models import Note
 from memory.notes.vectors import vector_text
-from memory.ops.migrations import downgrade_database, upgrade_database
 from memory.retrieval import routes as r
 from memory.types import utcnow
 from tests.support.helpers import new_note
@@ -126,55 +123,3 @@ def test_window_similarity_scores_the_viewers_notes_by_their_stored_window(
     assert set(scores) == {n.id for n in mine}
     for note, window in zip(mine, windows, strict=False):
         assert scores[note.id] == pytest.approx(float(np.dot(window, query)), abs=1e-5)
-
-
-@pytest.fixture()
-def scratch_database(database_url: str) -> Iterator[str]:
-    name = f"scratch_{uuid.uuid4().hex[:8]}"
-    admin = database_url.replace("/muma?", "/postgres?")
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    yield sqlalchemy_url(database_url.replace("/muma?", f"/{name}?"))
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-
-
-def test_0008_fills_the_mirror_and_downgrades(scratch_database: str) -> None:
-    upgrade_database("0007", url=scratch_database)
-    engine = create_engine(scratch_database)
-    insert = text(
-        "INSERT INTO notes (id, lineage_id, version, tenant_id, user_id, agent_id, content,"
-        " keywords, tags, kind, domain, visibility, pinned, status, importance, metadata,"
-        " occurred_at, created_at, updated_at, valid_from, access_times, access_count,"
-        " first_access_at, last_access_at, half_life_hours, term_count, window_term_count,"
-        " window_embedding) VALUES (:id, :id, 1, 't', 'u', 'main', 'x', '{}', '{}', 'stable',"
-        " 'general', 'open', false, :status, 0.5, '{}', now(), now(), now(), now(), '{}', 0,"
-        " now(), now(), 168, 0, 0, CAST(:v AS vector))"
-    )
-    vector = "[" + ",".join(["1"] + ["0"] * 383) + "]"
-    searchable, deleted = uuid.uuid4(), uuid.uuid4()
-    exists = text("SELECT to_regclass('note_window_vectors') IS NOT NULL")
-    try:
-        with engine.begin() as conn:
-            conn.execute(insert, {"id": searchable, "status": "active", "v": vector})
-            conn.execute(insert, {"id": deleted, "status": "deleted", "v": vector})
-        upgrade_database("0008", url=scratch_database)
-        with engine.connect() as conn:
-            mirrored = set(conn.execute(text("SELECT note_id FROM note_window_vectors")).scalars())
-            storage = set(
-                conn.execute(
-                    text(
-                        "SELECT a.attstorage FROM pg_inherits i JOIN pg_attribute a"
-                        " ON a.attrelid = i.inhrelid AND a.attname = 'window_embedding'"
-                        " WHERE i.inhparent = 'note_window_vectors'::regclass"
-                    )
-                ).scalars()
-            )
-        assert mirrored == {searchable}
-        assert storage == {"p"}  # inline in every partition
-        downgrade_database("0007", url=scratch_database)
-        with engine.begin() as conn:
-            assert conn.execute(exists).scalar_one() is False
-            conn.execute(insert, {"id": uuid.uuid4(), "status": "active", "v": vector})
-    finally:
-        engine.dispose()

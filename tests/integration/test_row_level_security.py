@@ -8,10 +8,8 @@ every user-scoped transaction to the viewer (`resolve_viewer`, `scoped_session_f
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 
-import psycopg
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
@@ -311,17 +309,6 @@ def test_every_identity_table_has_a_policy(database_url: str) -> None:
     assert partitions and not any(partitions.values())
     assert {"note_sources", "note_vectors"} <= protected
     assert tuple(role) == (False, False)
-
-
-@pytest.fixture()
-def scratch_database(database_url: str) -> Iterator[str]:
-    name = f"scratch_{uuid.uuid4().hex[:8]}"
-    admin = database_url.replace("/muma?", "/postgres?")
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    yield sqlalchemy_url(database_url.replace("/muma?", f"/{name}?"))
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 def _policies(url: str) -> tuple[int, int]:
