@@ -118,8 +118,31 @@ def ensure_data(stack: BenchStack, plan: dict[str, int], args: argparse.Namespac
             _load_missing(conn, plan, progress, end, stack.home)
             log("building indexes (HNSW last)")
             progress["indexes"] = build_indexes(conn, memory=args.index_memory, log=log)
+            progress.pop("user_graphs", None)
             write_progress(stack.home, progress)
+    if "user_graphs" not in progress:
+        progress["user_graphs"] = build_user_graphs()
+        write_progress(stack.home, progress)
     return progress
+
+
+def build_user_graphs() -> dict[str, float]:
+    """What the maintenance queue's `build_user_graphs` does in the product (memory.notes.
+    graphs): a graph of its own for each large user that shares its partition."""
+    from memory.config import get_settings
+    from memory.db import session_scope
+    from memory.notes.graphs import apply_user_graphs, plan_user_graphs
+
+    started = time.perf_counter()
+    with session_scope(autocommit=True) as session:
+        min_notes = get_settings().retrieval.dedicated_graph_notes
+        plan = plan_user_graphs(session=session, min_notes=min_notes)
+        for graph in plan.create:
+            log(f"  a graph of its own for {graph.user_id} ({graph.partition}, shared)")
+        apply_user_graphs(session=session, plan=plan)
+    seconds = time.perf_counter() - started
+    log(f"  {len(plan.create)} user graphs built in {seconds:.0f}s")
+    return {"built": len(plan.create), "kept": len(plan.keep), "seconds": round(seconds, 1)}
 
 
 def _load_missing(

@@ -361,6 +361,11 @@ def fill_note_vectors(conn: psycopg.Connection) -> None:
 def drop_indexes(conn: psycopg.Connection) -> None:
     for name, _ in secondary_indexes():
         conn.execute(f"DROP INDEX IF EXISTS {name}")
+    # Users' own graphs (memory.notes.graphs) too: rebuilt after the load.
+    for (name,) in conn.execute(
+        "SELECT indexname FROM pg_indexes WHERE indexname LIKE 'ix_note_vectors_user_%'"
+    ).fetchall():
+        conn.execute(f"DROP INDEX IF EXISTS {name}")
     conn.execute("DROP INDEX IF EXISTS ix_links_target")
     conn.commit()
 

@@ -159,6 +159,13 @@ class RetrievalSettings(_Section):
     # Weight of the length prior in /v1/search (relevance + weight · z(ln term_count) among
     # the scored candidates); 0 switches it off. /v1/context never applies it.
     length_prior: float = Field(0.05, ge=0.0, le=1.0)
+    # A user with at least this many vectors in a partition of note_vectors shared with
+    # other users gets an HNSW graph of its own there (`memory.notes.graphs`): the
+    # partition's graph made its searches wade through the other users' entries (a 100k
+    # user's dense p95 113-140 ms, 26 with its own; benchmarks/README.md, session 13).
+    dedicated_graph_notes: int = Field(20000, ge=1)
+    # How often the maintenance queue checks which users need one (builds are rare).
+    dedicated_graph_interval_minutes: int = Field(60, ge=1)
 
 
 class PipelineSettings(_Section):

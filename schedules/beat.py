@@ -53,6 +53,11 @@ def schedule_entries(settings: Settings) -> list[ScheduleEntry]:
             every=timedelta(minutes=settings.decay.sweep_interval_minutes),
         ),
         ScheduleEntry(
+            name="build-user-graphs",
+            task="tasks.maintenance.build_user_graphs",
+            every=timedelta(minutes=settings.retrieval.dedicated_graph_interval_minutes),
+        ),
+        ScheduleEntry(
             name="sleep-cycle",
             task="tasks.sleep.sleep_all_users",
             every=sleep_crontab(settings),

@@ -1,4 +1,4 @@
-"""`muma db upgrade|downgrade|current`."""
+"""`muma db upgrade|downgrade|current|user-graphs`."""
 
 from __future__ import annotations
 
@@ -43,3 +43,38 @@ def downgrade(revision: str) -> None:
 def current() -> None:
     """Show the current and the latest schema revision."""
     console.print(f"current: {current_revision() or 'base'}  head: {head_revision()}")
+
+
+@db.command("user-graphs")
+@click.option("--min-notes", type=click.IntRange(min=1), help="default: the setting")
+@click.option("--dry-run", is_flag=True, help="print the plan, change nothing")
+def user_graphs(min_notes: int | None, dry_run: bool) -> None:
+    """Give large users that share a partition of note_vectors an HNSW graph of their own.
+
+    \b
+    The maintenance queue does this every retrieval.dedicated_graph_interval_minutes;
+    run it by hand after a bulk import. A build takes about a minute per 100k vectors.
+    Example:
+      muma db user-graphs --dry-run
+    """
+    from memory.config import get_settings
+    from memory.db import session_scope
+    from memory.notes.graphs import apply_user_graphs, plan_user_graphs
+
+    threshold = min_notes or get_settings().retrieval.dedicated_graph_notes
+    with session_scope(autocommit=True) as session:
+        plan = plan_user_graphs(session=session, min_notes=threshold)
+        for graph in plan.create:
+            console.print(
+                f"build {graph.name} on {graph.partition} for {graph.tenant_id}/{graph.user_id}"
+                f" ({graph.notes:,} vectors)"
+            )
+        for name in plan.drop:
+            console.print(f"drop {name}")
+        if not dry_run:
+            apply_user_graphs(session=session, plan=plan)
+    verb = "would build" if dry_run else "built"
+    console.print(
+        f"{verb} {len(plan.create)}, {'would drop' if dry_run else 'dropped'} {len(plan.drop)},"
+        f" kept {len(plan.keep)} (users with at least {threshold:,} vectors in a shared partition)"
+    )

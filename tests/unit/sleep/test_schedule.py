@@ -24,6 +24,17 @@ def test_decay_sweep_interval_comes_from_settings() -> None:
     assert idle["promote-idle-sessions"]["schedule"] == timedelta(minutes=15)
 
 
+def test_user_graphs_are_checked_at_the_configured_interval() -> None:
+    import tasks.maintenance  # noqa: F401 - registers the tasks
+
+    settings = load_settings(retrieval={"dedicated_graph_interval_minutes": 30})
+    entry = beat_schedule(settings)["build-user-graphs"]
+    assert entry["task"] == "tasks.maintenance.build_user_graphs"
+    assert entry["task"] in app.tasks
+    assert entry["schedule"] == timedelta(minutes=30)
+    assert entry["options"]["queue"] == "maintenance"
+
+
 def test_sleep_cycle_runs_daily_at_the_consolidation_hour() -> None:
     entry = beat_schedule(load_settings(sleep={"consolidation_hour": 4}))["sleep-cycle"]
     assert entry["task"] == "tasks.sleep.sleep_all_users"

@@ -1,0 +1,106 @@
+"""Dedicated HNSW graphs for large users that share a partition of note_vectors.
+
+note_vectors is hash-partitioned by (tenant, user) into 64 partitions with one HNSW graph
+each (migration 0004). A user whose partition also holds other users' vectors pays for
+them: pgvector walks the partition's graph and drops other users' entries after the
+fact, so a query that lands in a neighbour's region wades through thousands of its
+entries. On the latency benchmark, a 100k-note user sharing its partition with another
+had a dense route p95 of 113-140 ms (worst 185 ms, 4,664 entries filtered out) against
+15-21 ms for users alone in theirs; with a graph of its own, 26 ms (benchmarks/README.md,
+session 13). A partial HNSW index on the partition, WHERE tenant_id = t AND user_id = u,
+is that graph: the read path's custom plans (`plan_cache_mode = force_custom_plan`) see
+the values and choose it, for filtered searches too.
+
+Invariants: a user has one exactly when it holds at least `min_notes` vectors and its
+partition holds other users' vectors too; the index name is a hash of (tenant, user), so
+planning twice plans nothing new; an index left invalid by an interrupted build is
+dropped and built again. Builds and drops run CONCURRENTLY (writes go on meanwhile), so
+they need a connection in autocommit mode.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+PREFIX = "ix_note_vectors_user_"
+
+
+@dataclass(frozen=True)
+class UserGraph:
+    """A user's dedicated graph: its index name, partition and identity."""
+
+    name: str
+    partition: str
+    tenant_id: str
+    user_id: str
+    notes: int
+
+
+@dataclass
+class GraphPlan:
+    create: list[UserGraph] = field(default_factory=list)
+    drop: list[str] = field(default_factory=list)
+    keep: list[str] = field(default_factory=list)
+
+
+def graph_name(tenant_id: str, user_id: str) -> str:
+    digest = hashlib.sha256(f"{tenant_id}\x00{user_id}".encode()).hexdigest()[:20]
+    return PREFIX + digest
+
+
+_SHARES = text(
+    "SELECT tableoid::regclass::text AS part, tenant_id, user_id, count(*) AS n"
+    " FROM note_vectors GROUP BY 1, 2, 3"
+)
+_EXISTING = text(
+    "SELECT c.relname AS name, i.indisvalid AS valid FROM pg_index i"
+    " JOIN pg_class c ON c.oid = i.indexrelid"
+    " WHERE c.relname LIKE :prefix AND c.relkind = 'i'"
+)
+
+
+def plan_user_graphs(*, session: Session, min_notes: int) -> GraphPlan:
+    """Which dedicated graphs to build and which to drop, from the vectors' owners now."""
+    totals: dict[str, int] = {}
+    owners: list[tuple[str, str, str, int]] = []
+    for part, tenant_id, user_id, count in session.execute(_SHARES):
+        totals[part] = totals.get(part, 0) + count
+        owners.append((part, tenant_id, user_id, count))
+    wanted = {
+        graph_name(tenant_id, user_id): UserGraph(
+            graph_name(tenant_id, user_id), part, tenant_id, user_id, count
+        )
+        for part, tenant_id, user_id, count in owners
+        if count >= min_notes and totals[part] > count
+    }
+    existing = {row.name: row.valid for row in session.execute(_EXISTING, {"prefix": PREFIX + "%"})}
+    plan = GraphPlan()
+    for name, valid in sorted(existing.items()):
+        (plan.keep if valid and name in wanted else plan.drop).append(name)
+    plan.create = [g for name, g in sorted(wanted.items()) if name not in plan.keep]
+    return plan
+
+
+def apply_user_graphs(*, session: Session, plan: GraphPlan) -> None:
+    """Drop, then build, as the plan says; `session` must be in autocommit mode.
+
+    The statements go to the driver as they are (DDL takes no parameters): index names
+    are hex digests, partitions come from `regclass` (quoted as needed), and the tenant
+    and user are quoted as literals by psycopg."""
+    from psycopg import sql
+
+    connection = session.connection()
+    driver = connection.connection.driver_connection
+    for name in plan.drop:
+        connection.exec_driver_sql(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+    for graph in plan.create:
+        tenant, user = (sql.Literal(v).as_string(driver) for v in (graph.tenant_id, graph.user_id))
+        connection.exec_driver_sql(
+            f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {graph.name} ON {graph.partition}"
+            f" USING hnsw (embedding vector_cosine_ops)"
+            f" WHERE tenant_id = {tenant} AND user_id = {user}"
+        )

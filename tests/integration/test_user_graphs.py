@@ -1,0 +1,155 @@
+"""Dedicated HNSW graphs (`memory.notes.graphs`): a large user sharing its partition of
+note_vectors gets a partial graph of its own, which its searches use; a user alone in
+its partition or below the threshold gets none; planning is idempotent; a graph no
+longer needed, or left invalid, is dropped. Run on a scratch database, so that the
+other tests' users do not count."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import create_engine, text
+from sqlalchemy.orm import Session
+
+from memory.notes.graphs import apply_user_graphs, graph_name, plan_user_graphs
+from memory.ops.migrations import upgrade_database
+from tests.integration.test_migrations import NOTE, VECTOR, _insert_note
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 64
+
+
+@pytest.fixture()
+def store(scratch_database: str) -> Iterator[Session]:
+    """An autocommit session on a migrated scratch database."""
+    upgrade_database("head", url=scratch_database)
+    engine = create_engine(scratch_database, isolation_level="AUTOCOMMIT")
+    with Session(engine) as session:
+        yield session
+    engine.dispose()
+
+
+def _partition(session: Session, user: str) -> int:
+    for i in range(PARTITIONS):
+        found = session.execute(
+            text(
+                "SELECT satisfies_hash_partition('note_vectors'::regclass, :m, :i,"
+                " CAST('t' AS varchar), CAST(:u AS varchar))"
+            ),
+            {"m": PARTITIONS, "i": i, "u": user},
+        ).scalar_one()
+        if found:
+            return i
+    raise AssertionError("no partition")
+
+
+def _neighbours(session: Session) -> tuple[str, str, str]:
+    """Two users of tenant 't' hashed to one partition, and one alone in another."""
+    seen: dict[int, str] = {}
+    for n in range(1000):
+        user = f"u{n}"
+        part = _partition(session, user)
+        if part in seen:
+            alone = next(f"v{k}" for k in range(1000) if _partition(session, f"v{k}") != part)
+            return seen[part], user, alone
+        seen[part] = user
+    raise AssertionError("no two users share a partition")
+
+
+def _notes(session: Session, user: str, count: int) -> None:
+    for _ in range(count):
+        session.execute(_insert_note(), {**NOTE, "id": uuid.uuid4(), "u": user, "v": VECTOR})
+
+
+def _graphs(session: Session) -> dict[str, str]:
+    named = "SELECT indexname, indexdef FROM pg_indexes WHERE indexname LIKE :prefix"
+    rows = session.execute(text(named), {"prefix": "ix_note_vectors_user_%"})
+    return {row.indexname: row.indexdef for row in rows}
+
+
+def test_a_large_user_sharing_its_partition_gets_a_graph_its_searches_use(
+    store: Session,
+) -> None:
+    large, small, alone = _neighbours(store)
+    _notes(store, large, 6)
+    _notes(store, small, 2)
+    _notes(store, alone, 6)
+    plan = plan_user_graphs(session=store, min_notes=5)
+    assert [g.user_id for g in plan.create] == [large] and not plan.drop
+    apply_user_graphs(session=store, plan=plan)
+    graphs = _graphs(store)
+    assert set(graphs) == {graph_name("t", large)}
+    definition = graphs[graph_name("t", large)]
+    assert "USING hnsw (embedding vector_cosine_ops)" in definition
+    assert f"user_id)::text = '{large}'" in definition and "tenant_id)::text = 't'" in definition
+    # The read path's shape of query, planned for the values (as force_custom_plan does).
+    store.execute(text("SET enable_seqscan = off"))
+    plan_text = "\n".join(
+        store.execute(
+            text(
+                "EXPLAIN SELECT note_id FROM note_vectors WHERE tenant_id = 't'"
+                " AND user_id = :u AND active ORDER BY embedding <=> CAST(:v AS vector)"
+                " LIMIT 10"
+            ),
+            {"u": large, "v": VECTOR},
+        ).scalars()
+    )
+    assert graph_name("t", large) in plan_text, plan_text
+    again = plan_user_graphs(session=store, min_notes=5)
+    assert not again.create and not again.drop and again.keep == [graph_name("t", large)]
+
+
+def test_graphs_no_longer_needed_or_invalid_are_dropped(store: Session) -> None:
+    large, small, _ = _neighbours(store)
+    _notes(store, large, 6)
+    _notes(store, small, 2)
+    apply_user_graphs(session=store, plan=plan_user_graphs(session=store, min_notes=5))
+    name = graph_name("t", large)
+    # An interrupted CONCURRENTLY build leaves the index invalid: built again.
+    store.execute(
+        text("UPDATE pg_index SET indisvalid = false WHERE indexrelid = CAST(:n AS regclass)"),
+        {"n": name},
+    )
+    rebuilt = plan_user_graphs(session=store, min_notes=5)
+    assert rebuilt.drop == [name] and [g.name for g in rebuilt.create] == [name]
+    apply_user_graphs(session=store, plan=rebuilt)
+    valid = text("SELECT indisvalid FROM pg_index WHERE indexrelid = CAST(:n AS regclass)")
+    assert store.execute(valid, {"n": name}).scalar_one() is True
+    # Its neighbour leaves the partition: the user is alone there, the graph goes.
+    store.execute(text("DELETE FROM notes WHERE user_id = :u"), {"u": small})
+    gone = plan_user_graphs(session=store, min_notes=5)
+    assert gone.drop == [name] and not gone.create
+    apply_user_graphs(session=store, plan=gone)
+    assert _graphs(store) == {}
+
+
+def test_cli_plans_and_builds(store: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory.cli.main import cli
+    from memory.config import reset_settings_cache
+    from memory.db import dispose_engines
+
+    large, small, _ = _neighbours(store)
+    _notes(store, large, 6)
+    _notes(store, small, 2)
+    monkeypatch.setenv("MUMA_DATABASE_URL", str(store.get_bind().url.render_as_string(False)))
+    reset_settings_cache()
+    dispose_engines()
+    try:
+        runner = CliRunner()
+        dry = runner.invoke(cli, ["db", "user-graphs", "--min-notes", "5", "--dry-run"])
+        assert dry.exit_code == 0, dry.output
+        assert f"t/{large}" in dry.output and "would build 1" in dry.output
+        assert _graphs(store) == {}
+        built = runner.invoke(cli, ["db", "user-graphs", "--min-notes", "5"])
+        assert built.exit_code == 0, built.output
+        assert "built 1" in built.output and set(_graphs(store)) == {graph_name("t", large)}
+        refused = runner.invoke(cli, ["db", "user-graphs", "--min-notes", "0"])
+        assert refused.exit_code != 0 and "min-notes" in refused.output
+    finally:
+        monkeypatch.undo()
+        reset_settings_cache()
+        dispose_engines()
