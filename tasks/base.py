@@ -53,8 +53,10 @@ class DbTask(Task):  # type: ignore[misc]
         return ceiling * random.uniform(0.5, 1.0)  # jitter: not a secret
 
     @contextmanager
-    def session(self) -> Iterator[Session]:
-        with session_scope() as session:
+    def session(self, *, autocommit: bool = False) -> Iterator[Session]:
+        """The task's unit of work; `autocommit` for statements that cannot run inside a
+        transaction (CREATE INDEX CONCURRENTLY)."""
+        with session_scope(autocommit=autocommit) as session:
             yield session
 
     def on_failure(

@@ -40,12 +40,12 @@ def record_accesses(self: DbTask, note_ids: list[str], at: str) -> int:
 def build_user_graphs(self: DbTask) -> dict[str, int]:
     """Give large users in shared partitions of note_vectors a graph of their own, and
     drop those no longer needed (`memory.notes.graphs`)."""
-    from memory.db import session_scope
-    from memory.notes.graphs import apply_user_graphs, plan_user_graphs
+    from memory.notes.graphs import update_user_graphs
 
     min_notes = get_settings().retrieval.dedicated_graph_notes
     # CREATE INDEX CONCURRENTLY runs outside a transaction: an autocommit session.
-    with session_scope(autocommit=True) as session:
-        plan = plan_user_graphs(session=session, min_notes=min_notes)
-        apply_user_graphs(session=session, plan=plan)
+    with self.session(autocommit=True) as session:
+        plan = update_user_graphs(session=session, min_notes=min_notes)
+    if plan is None:  # another run is building
+        return {"created": 0, "dropped": 0, "kept": 0}
     return {"created": len(plan.create), "dropped": len(plan.drop), "kept": len(plan.keep)}

@@ -59,22 +59,26 @@ def user_graphs(min_notes: int | None, dry_run: bool) -> None:
     """
     from memory.config import get_settings
     from memory.db import session_scope
-    from memory.notes.graphs import apply_user_graphs, plan_user_graphs
+    from memory.notes.graphs import plan_user_graphs, update_user_graphs
 
     threshold = min_notes or get_settings().retrieval.dedicated_graph_notes
     with session_scope(autocommit=True) as session:
-        plan = plan_user_graphs(session=session, min_notes=threshold)
-        for graph in plan.create:
-            console.print(
-                f"build {graph.name} on {graph.partition} for {graph.tenant_id}/{graph.user_id}"
-                f" ({graph.notes:,} vectors)"
-            )
-        for name in plan.drop:
-            console.print(f"drop {name}")
-        if not dry_run:
-            apply_user_graphs(session=session, plan=plan)
-    verb = "would build" if dry_run else "built"
+        if dry_run:
+            plan = plan_user_graphs(session=session, min_notes=threshold)
+        else:
+            found = update_user_graphs(session=session, min_notes=threshold)
+            if found is None:
+                raise click.ClickException("another run is building user graphs; try again later")
+            plan = found
+    for graph in plan.create:
+        console.print(
+            f"{'build' if dry_run else 'built'} {graph.name} on {graph.partition}"
+            f" for {graph.tenant_id}/{graph.user_id} ({graph.notes:,} vectors)"
+        )
+    for name in plan.drop:
+        console.print(f"{'drop' if dry_run else 'dropped'} {name}")
     console.print(
-        f"{verb} {len(plan.create)}, {'would drop' if dry_run else 'dropped'} {len(plan.drop)},"
-        f" kept {len(plan.keep)} (users with at least {threshold:,} vectors in a shared partition)"
+        f"{'would build' if dry_run else 'built'} {len(plan.create)},"
+        f" {'would drop' if dry_run else 'dropped'} {len(plan.drop)}, kept {len(plan.keep)}"
+        f" (users with at least {threshold:,} vectors in a shared partition)"
     )

@@ -27,6 +27,8 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 PREFIX = "ix_note_vectors_user_"
+# One run at a time (the hourly task, the CLI): a pg_try_advisory_lock key of its own.
+LOCK_KEY = 0x6D756D61_67726170  # "muma" "grap"
 
 
 @dataclass(frozen=True)
@@ -104,3 +106,17 @@ def apply_user_graphs(*, session: Session, plan: GraphPlan) -> None:
             f" USING hnsw (embedding vector_cosine_ops)"
             f" WHERE tenant_id = {tenant} AND user_id = {user}"
         )
+
+
+def update_user_graphs(*, session: Session, min_notes: int) -> GraphPlan | None:
+    """Plan and apply under an advisory lock; None when another run holds it (two
+    CONCURRENTLY builds of one index would collide). `session` in autocommit mode."""
+    lock = {"key": LOCK_KEY}
+    if not session.execute(text("SELECT pg_try_advisory_lock(:key)"), lock).scalar_one():
+        return None
+    try:
+        plan = plan_user_graphs(session=session, min_notes=min_notes)
+        apply_user_graphs(session=session, plan=plan)
+        return plan
+    finally:
+        session.execute(text("SELECT pg_advisory_unlock(:key)"), lock)

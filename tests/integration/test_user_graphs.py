@@ -14,7 +14,13 @@ from click.testing import CliRunner
 from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session
 
-from memory.notes.graphs import apply_user_graphs, graph_name, plan_user_graphs
+from memory.notes.graphs import (
+    LOCK_KEY,
+    apply_user_graphs,
+    graph_name,
+    plan_user_graphs,
+    update_user_graphs,
+)
 from memory.ops.migrations import upgrade_database
 from tests.integration.test_migrations import NOTE, VECTOR, _insert_note
 
@@ -125,6 +131,23 @@ def test_graphs_no_longer_needed_or_invalid_are_dropped(store: Session) -> None:
     assert gone.drop == [name] and not gone.create
     apply_user_graphs(session=store, plan=gone)
     assert _graphs(store) == {}
+
+
+def test_one_run_at_a_time(store: Session, scratch_database: str) -> None:
+    large, small, _ = _neighbours(store)
+    _notes(store, large, 6)
+    _notes(store, small, 2)
+    other = create_engine(scratch_database, isolation_level="AUTOCOMMIT")
+    try:
+        with other.connect() as holder:
+            holder.execute(text("SELECT pg_advisory_lock(:k)"), {"k": LOCK_KEY})
+            assert update_user_graphs(session=store, min_notes=5) is None
+            assert _graphs(store) == {}
+            holder.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": LOCK_KEY})
+        plan = update_user_graphs(session=store, min_notes=5)
+        assert plan is not None and set(_graphs(store)) == {graph_name("t", large)}
+    finally:
+        other.dispose()
 
 
 def test_cli_plans_and_builds(store: Session, monkeypatch: pytest.MonkeyPatch) -> None:
