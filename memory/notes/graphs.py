@@ -54,9 +54,17 @@ def graph_name(tenant_id: str, user_id: str) -> str:
     return PREFIX + digest
 
 
-_SHARES = text(
-    "SELECT tableoid::regclass::text AS part, tenant_id, user_id, count(*) AS n"
-    " FROM note_vectors GROUP BY 1, 2, 3"
+# Per user: an index-only scan of the partitions' (tenant_id, user_id, ...) btrees, not
+# the vectors' heap (1M vectors: ~1k pages against 219k with the partition in the key).
+_OWNERS = text("SELECT tenant_id, user_id, count(*) AS n FROM note_vectors GROUP BY 1, 2")
+_PARTITION = text(
+    "SELECT tableoid::regclass::text FROM note_vectors"
+    " WHERE tenant_id = :tenant_id AND user_id = :user_id LIMIT 1"
+)
+# Whether anyone else's vectors share the partition: two btree probes around the user.
+_OTHERS = (
+    "SELECT EXISTS (SELECT 1 FROM {part} WHERE (tenant_id, user_id) < (:tenant_id, :user_id))"
+    " OR EXISTS (SELECT 1 FROM {part} WHERE (tenant_id, user_id) > (:tenant_id, :user_id))"
 )
 _EXISTING = text(
     "SELECT c.relname AS name, i.indisvalid AS valid FROM pg_index i"
@@ -67,18 +75,16 @@ _EXISTING = text(
 
 def plan_user_graphs(*, session: Session, min_notes: int) -> GraphPlan:
     """Which dedicated graphs to build and which to drop, from the vectors' owners now."""
-    totals: dict[str, int] = {}
-    owners: list[tuple[str, str, str, int]] = []
-    for part, tenant_id, user_id, count in session.execute(_SHARES):
-        totals[part] = totals.get(part, 0) + count
-        owners.append((part, tenant_id, user_id, count))
-    wanted = {
-        graph_name(tenant_id, user_id): UserGraph(
-            graph_name(tenant_id, user_id), part, tenant_id, user_id, count
-        )
-        for part, tenant_id, user_id, count in owners
-        if count >= min_notes and totals[part] > count
-    }
+    wanted: dict[str, UserGraph] = {}
+    for tenant_id, user_id, count in session.execute(_OWNERS):
+        if count < min_notes:
+            continue
+        who = {"tenant_id": tenant_id, "user_id": user_id}
+        part = session.execute(_PARTITION, who).scalar_one()
+        # `part` is a regclass's text (a partition's name, quoted as needed).
+        if session.execute(text(_OTHERS.format(part=part)), who).scalar_one():
+            name = graph_name(tenant_id, user_id)
+            wanted[name] = UserGraph(name, part, tenant_id, user_id, count)
     existing = {row.name: row.valid for row in session.execute(_EXISTING, {"prefix": PREFIX + "%"})}
     plan = GraphPlan()
     for name, valid in sorted(existing.items()):
