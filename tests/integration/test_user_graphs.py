@@ -92,21 +92,27 @@ def test_a_large_user_sharing_its_partition_gets_a_graph_its_searches_use(
     definition = graphs[graph_name("t", large)]
     assert "USING hnsw (embedding vector_cosine_ops)" in definition
     assert f"user_id)::text = '{large}'" in definition and "tenant_id)::text = 't'" in definition
-    # The read path's shape of query, planned for the values (as force_custom_plan does).
-    store.execute(text("SET enable_seqscan = off"))
-    plan_text = "\n".join(
-        store.execute(
-            text(
-                "EXPLAIN SELECT note_id FROM note_vectors WHERE tenant_id = 't'"
-                " AND user_id = :u AND active ORDER BY embedding <=> CAST(:v AS vector)"
-                " LIMIT 10"
-            ),
-            {"u": large, "v": VECTOR},
-        ).scalars()
-    )
-    assert graph_name("t", large) in plan_text, plan_text
+    # The dense route's own statement, planned for the values (as the read path's
+    # force_custom_plan connections do); no sequential scan on these tiny tables.
+    assert graph_name("t", large) in _dense_plan(store, large)
+    assert graph_name("t", large) not in _dense_plan(store, alone)
     again = plan_user_graphs(session=store, min_notes=5)
     assert not again.create and not again.drop and again.keep == [graph_name("t", large)]
+
+
+def _dense_plan(session: Session, user: str) -> str:
+    """EXPLAIN of the dense route's pool statement for `user` as agent `main`."""
+    from memory.access.policy import Viewer
+    from memory.retrieval import routes as r
+    from memory.retrieval.scope import ReadScope
+
+    scope = ReadScope(Viewer("t", user, "main"))
+    statement = r._dense_pool_statement(scope.shape, 100)
+    params = {**statement.constants, **scope.params, "query_vector": VECTOR, "pool_size": 200}
+    driver = session.connection().connection.driver_connection
+    driver.execute("SET plan_cache_mode = force_custom_plan")
+    driver.execute("SET enable_seqscan = off")
+    return "\n".join(row[0] for row in driver.execute("EXPLAIN " + statement.sql, params))
 
 
 def test_graphs_no_longer_needed_or_invalid_are_dropped(store: Session) -> None:
