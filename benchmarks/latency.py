@@ -131,15 +131,16 @@ def build_user_graphs() -> dict[str, float]:
     graphs): a graph of its own for each large user that shares its partition."""
     from memory.config import get_settings
     from memory.db import session_scope
-    from memory.notes.graphs import apply_user_graphs, plan_user_graphs
+    from memory.notes.graphs import update_user_graphs
 
     started = time.perf_counter()
     with session_scope(autocommit=True) as session:
         min_notes = get_settings().retrieval.dedicated_graph_notes
-        plan = plan_user_graphs(session=session, min_notes=min_notes)
-        for graph in plan.create:
-            log(f"  a graph of its own for {graph.user_id} ({graph.partition}, shared)")
-        apply_user_graphs(session=session, plan=plan)
+        plan = update_user_graphs(session=session, min_notes=min_notes)
+    if plan is None:
+        raise SystemExit("another run is building user graphs; run the benchmark again later")
+    for graph in plan.create:
+        log(f"  a graph of its own for {graph.user_id} ({graph.partition}, shared)")
     seconds = time.perf_counter() - started
     log(f"  {len(plan.create)} user graphs built in {seconds:.0f}s")
     return {"built": len(plan.create), "kept": len(plan.keep), "seconds": round(seconds, 1)}

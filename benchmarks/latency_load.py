@@ -32,6 +32,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.schema import CreateIndex
 
 from benchmarks.latency_data import Draft, PhraseSpace, Profile, note_vectors, user_drafts
+from memory.notes.graphs import PREFIX as GRAPH_PREFIX
 from memory.notes.models import Note, NoteVector
 from memory.retrieval.text import analyse, date_terms
 
@@ -363,7 +364,7 @@ def drop_indexes(conn: psycopg.Connection) -> None:
         conn.execute(f"DROP INDEX IF EXISTS {name}")
     # Users' own graphs (memory.notes.graphs) too: rebuilt after the load.
     for (name,) in conn.execute(
-        "SELECT indexname FROM pg_indexes WHERE indexname LIKE 'ix_note_vectors_user_%'"
+        "SELECT indexname FROM pg_indexes WHERE indexname LIKE %s", (GRAPH_PREFIX + "%",)
     ).fetchall():
         conn.execute(f"DROP INDEX IF EXISTS {name}")
     conn.execute("DROP INDEX IF EXISTS ix_links_target")

@@ -162,7 +162,7 @@ class RetrievalSettings(_Section):
     # A user with at least this many vectors in a partition of note_vectors shared with
     # other users gets an HNSW graph of its own there (`memory.notes.graphs`): the
     # partition's graph made its searches wade through the other users' entries (a 100k
-    # user's dense p95 113-140 ms, 26 with its own; benchmarks/README.md, session 13).
+    # user's dense p95 94-140 ms, 26 with its own; benchmarks/README.md, session 13).
     dedicated_graph_notes: int = Field(20000, ge=1)
     # How often the maintenance queue checks which users need one (builds are rare).
     dedicated_graph_interval_minutes: int = Field(60, ge=1)

@@ -5,11 +5,12 @@ each (migration 0004). A user whose partition also holds other users' vectors pa
 them: pgvector walks the partition's graph and drops other users' entries after the
 fact, so a query that lands in a neighbour's region wades through thousands of its
 entries. On the latency benchmark, a 100k-note user sharing its partition with another
-had a dense route p95 of 113-140 ms (worst 185 ms, 4,664 entries filtered out) against
-15-21 ms for users alone in theirs; with a graph of its own, 26 ms (benchmarks/README.md,
-session 13). A partial HNSW index on the partition, WHERE tenant_id = t AND user_id = u,
-is that graph: the read path's custom plans (`plan_cache_mode = force_custom_plan`) see
-the values and choose it, for filtered searches too.
+had a dense route p95 of 94-140 ms over three passes (worst 257 ms; 4,664 entries
+filtered out in one query) against 13-55 ms for users alone in theirs; with a graph of
+its own, 26 ms (benchmarks/README.md, session 13). A partial HNSW index on the
+partition, WHERE tenant_id = t AND user_id = u, is that graph: the read path's custom
+plans (`plan_cache_mode = force_custom_plan`) see the values and choose it, for
+filtered searches too.
 
 Invariants: a user has one exactly when it holds at least `min_notes` vectors and its
 partition holds other users' vectors too; the index name is a hash of (tenant, user), so

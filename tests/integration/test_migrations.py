@@ -6,9 +6,10 @@ import uuid
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import Connection, TextClause, create_engine, inspect, text
+from sqlalchemy import Connection, create_engine, inspect, text
 
 from memory.ops.migrations import downgrade_database, upgrade_database
+from tests.support.helpers import BARE_NOTE, UNIT_VECTOR, insert_bare_note
 
 pytestmark = pytest.mark.integration
 
@@ -29,30 +30,6 @@ EXPECTED_TABLES = {
     "note_vectors",
     "note_window_vectors",
 }
-
-
-# A bare note of tenant 't' (user, kind, domain, status and occurred_at as given).
-NOTE = {
-    "u": "u",
-    "kind": "stable",
-    "domain": "general",
-    "status": "active",
-    "occurred_at": datetime(2025, 1, 1, tzinfo=UTC),
-}
-VECTOR = "[" + ",".join(["1"] + ["0"] * 383) + "]"
-
-
-def _insert_note(vector_column: str = "embedding") -> TextClause:
-    """The INSERT of a `NOTE` with one vector column set to :v (a vector's text)."""
-    return text(
-        "INSERT INTO notes (id, lineage_id, version, tenant_id, user_id, agent_id, content,"
-        " keywords, tags, kind, domain, visibility, pinned, status, importance, metadata,"
-        " occurred_at, created_at, updated_at, valid_from, access_times, access_count,"
-        " first_access_at, last_access_at, half_life_hours, term_count, window_term_count,"
-        f" {vector_column}) VALUES (:id, :id, 1, 't', :u, 'main', 'x', '{{}}', '{{}}', :kind,"
-        " :domain, 'open', false, :status, 0.5, '{}', :occurred_at, now(), now(), now(), '{}',"
-        " 0, now(), now(), 168, 0, 0, CAST(:v AS vector))"
-    )
 
 
 def _tables(url: str) -> set[str]:
@@ -161,7 +138,9 @@ def test_0004_backfills_note_vectors_and_downgrades(scratch_database: str) -> No
     try:
         with engine.begin() as conn:
             for i, note_id in enumerate(ids):
-                conn.execute(_insert_note(), {**NOTE, "id": note_id, "u": f"u{i}", "v": VECTOR})
+                conn.execute(
+                    insert_bare_note(), {**BARE_NOTE, "id": note_id, "u": f"u{i}", "v": UNIT_VECTOR}
+                )
         upgrade_database("head", url=scratch_database)
         with engine.connect() as conn:
             mirrored = set(conn.execute(text("SELECT note_id FROM note_vectors")).scalars())
@@ -179,9 +158,9 @@ def test_0004_backfills_note_vectors_and_downgrades(scratch_database: str) -> No
 def test_0006_fills_the_filter_columns_and_downgrades(scratch_database: str) -> None:
     upgrade_database("0005", url=scratch_database)
     engine = create_engine(scratch_database)
-    insert = _insert_note()
+    insert = insert_bare_note()
     when = datetime(2025, 3, 4, 5, 6, 7, tzinfo=UTC)
-    note = {**NOTE, "kind": "decision", "occurred_at": when, "v": VECTOR}
+    note = {**BARE_NOTE, "kind": "decision", "occurred_at": when, "v": UNIT_VECTOR}
     mirror = text("SELECT note_id, kind, domain, occurred_at::text FROM note_vectors")
     first, second = uuid.uuid4(), uuid.uuid4()
     try:
@@ -237,7 +216,7 @@ def test_0007_indexes_every_partition_on_the_filter_columns(scratch_database: st
 def test_0008_fills_the_window_mirror_and_downgrades(scratch_database: str) -> None:
     upgrade_database("0007", url=scratch_database)
     engine = create_engine(scratch_database)
-    insert = _insert_note("window_embedding")
+    insert = insert_bare_note("window_embedding")
     searchable, deleted = uuid.uuid4(), uuid.uuid4()
     exists = text("SELECT to_regclass('note_window_vectors') IS NOT NULL")
     storage = text(
@@ -247,8 +226,10 @@ def test_0008_fills_the_window_mirror_and_downgrades(scratch_database: str) -> N
     )
     try:
         with engine.begin() as conn:
-            conn.execute(insert, {**NOTE, "id": searchable, "v": VECTOR})
-            conn.execute(insert, {**NOTE, "id": deleted, "status": "deleted", "v": VECTOR})
+            conn.execute(insert, {**BARE_NOTE, "id": searchable, "v": UNIT_VECTOR})
+            conn.execute(
+                insert, {**BARE_NOTE, "id": deleted, "status": "deleted", "v": UNIT_VECTOR}
+            )
         upgrade_database("0008", url=scratch_database)
         with engine.connect() as conn:
             mirrored = set(conn.execute(text("SELECT note_id FROM note_window_vectors")).scalars())
@@ -258,6 +239,8 @@ def test_0008_fills_the_window_mirror_and_downgrades(scratch_database: str) -> N
         downgrade_database("0007", url=scratch_database)
         with engine.begin() as conn:
             assert conn.execute(exists).scalar_one() is False
-            conn.execute(insert, {**NOTE, "id": uuid.uuid4(), "v": VECTOR})  # no trigger left
+            conn.execute(
+                insert, {**BARE_NOTE, "id": uuid.uuid4(), "v": UNIT_VECTOR}
+            )  # no trigger left
     finally:
         engine.dispose()

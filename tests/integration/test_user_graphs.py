@@ -22,7 +22,7 @@ from memory.notes.graphs import (
     update_user_graphs,
 )
 from memory.ops.migrations import upgrade_database
-from tests.integration.test_migrations import NOTE, VECTOR, _insert_note
+from tests.support.helpers import BARE_NOTE, UNIT_VECTOR, insert_bare_note
 
 pytestmark = pytest.mark.integration
 
@@ -68,7 +68,9 @@ def _neighbours(session: Session) -> tuple[str, str, str]:
 
 def _notes(session: Session, user: str, count: int) -> None:
     for _ in range(count):
-        session.execute(_insert_note(), {**NOTE, "id": uuid.uuid4(), "u": user, "v": VECTOR})
+        session.execute(
+            insert_bare_note(), {**BARE_NOTE, "id": uuid.uuid4(), "u": user, "v": UNIT_VECTOR}
+        )
 
 
 def _graphs(session: Session) -> dict[str, str]:
@@ -108,7 +110,7 @@ def _dense_plan(session: Session, user: str) -> str:
 
     scope = ReadScope(Viewer("t", user, "main"))
     statement = r._dense_pool_statement(scope.shape, 100)
-    params = {**statement.constants, **scope.params, "query_vector": VECTOR, "pool_size": 200}
+    params = {**statement.constants, **scope.params, "query_vector": UNIT_VECTOR, "pool_size": 200}
     driver = session.connection().connection.driver_connection
     driver.execute("SET plan_cache_mode = force_custom_plan")
     driver.execute("SET enable_seqscan = off")

@@ -5,12 +5,37 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import TextClause, func, select, text
 
 from memory.db import session_scope
 from memory.episodes.models import Episode
 from memory.notes.models import Note
+
+# A bare note of tenant 't' for SQL written straight into a schema at some revision (user,
+# kind, domain, status and occurred_at as given; `insert_bare_note` takes them).
+BARE_NOTE = {
+    "u": "u",
+    "kind": "stable",
+    "domain": "general",
+    "status": "active",
+    "occurred_at": datetime(2025, 1, 1, tzinfo=UTC),
+}
+UNIT_VECTOR = "[" + ",".join(["1"] + ["0"] * 383) + "]"
+
+
+def insert_bare_note(vector_column: str = "embedding") -> TextClause:
+    """The INSERT of a `BARE_NOTE` with one vector column set to :v (a vector's text)."""
+    return text(
+        "INSERT INTO notes (id, lineage_id, version, tenant_id, user_id, agent_id, content,"
+        " keywords, tags, kind, domain, visibility, pinned, status, importance, metadata,"
+        " occurred_at, created_at, updated_at, valid_from, access_times, access_count,"
+        " first_access_at, last_access_at, half_life_hours, term_count, window_term_count,"
+        f" {vector_column}) VALUES (:id, :id, 1, 't', :u, 'main', 'x', '{{}}', '{{}}', :kind,"
+        " :domain, 'open', false, :status, 0.5, '{}', :occurred_at, now(), now(), now(), '{}',"
+        " 0, now(), now(), 168, 0, 0, CAST(:v AS vector))"
+    )
 
 
 def bearer(token: str) -> dict[str, str]:
