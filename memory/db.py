@@ -67,22 +67,22 @@ def resolve_database_url(settings: Settings | None = None) -> str:
     return sqlalchemy_url(attach_postgres(settings.home))
 
 
-_ENGINES: dict[tuple[str, bool], Engine] = {}
-_SESSIONMAKERS: dict[tuple[str, bool, bool], sessionmaker[Session]] = {}
+_ENGINES: dict[tuple[str, bool, bool], Engine] = {}
+_SESSIONMAKERS: dict[tuple[str, bool, bool, bool], sessionmaker[Session]] = {}
+# Connections of the pool for reads a request runs beside its own transaction
+# (`memory.retrieval.aside`, which never holds more at once).
+ASIDE_CONNECTIONS = 4
 
 
-def _engine_for(url: str, *, custom_plans: bool = False) -> Engine:
-    """One pooled engine per URL, and a second one for reads planned per execution."""
-    key = (url, custom_plans)
+def _engine_for(url: str, *, custom_plans: bool = False, aside: bool = False) -> Engine:
+    """One pooled engine per URL, a second one for reads planned per execution, and a
+    third, small one for reads run beside a request's own (custom plans too)."""
+    custom_plans = custom_plans or aside
+    key = (url, custom_plans, aside)
     if key in _ENGINES:
         return _ENGINES[key]
-    engine = create_engine(
-        url,
-        pool_pre_ping=True,
-        pool_size=5,
-        max_overflow=10,
-        pool_recycle=1800,
-    )
+    pool = {"pool_size": ASIDE_CONNECTIONS if aside else 5, "max_overflow": 0 if aside else 10}
+    engine = create_engine(url, pool_pre_ping=True, pool_recycle=1800, **pool)
 
     ef_search = get_settings().retrieval.hnsw_ef_search
 
@@ -128,11 +128,11 @@ def dispose_engines(*, close: bool = False) -> None:
 
 
 def _sessionmaker_for(
-    url: str, *, autocommit: bool = False, custom_plans: bool = False
+    url: str, *, autocommit: bool = False, custom_plans: bool = False, aside: bool = False
 ) -> sessionmaker[Session]:
-    key = (url, autocommit, custom_plans)
+    key = (url, autocommit, custom_plans, aside)
     if key not in _SESSIONMAKERS:
-        engine = _engine_for(url, custom_plans=custom_plans)
+        engine = _engine_for(url, custom_plans=custom_plans, aside=aside)
         if autocommit:
             engine = engine.execution_options(isolation_level="AUTOCOMMIT")
         _SESSIONMAKERS[key] = sessionmaker(bind=engine, expire_on_commit=False)
@@ -141,7 +141,11 @@ def _sessionmaker_for(
 
 @contextmanager
 def session_scope(
-    settings: Settings | None = None, *, autocommit: bool = False, custom_plans: bool = False
+    settings: Settings | None = None,
+    *,
+    autocommit: bool = False,
+    custom_plans: bool = False,
+    aside: bool = False,
 ) -> Iterator[Session]:
     """One transaction: commit on success, roll back on any error.
 
@@ -149,11 +153,16 @@ def session_scope(
     that is one writing statement (a capture's INSERT), where it saves the BEGIN and
     COMMIT round trips that every capture's acknowledgement otherwise waits for.
     With `custom_plans`, the connection (from a pool of its own) plans every execution for
-    its parameter values: for the read path, whose best plan depends on them.
+    its parameter values: for the read path, whose best plan depends on them. With
+    `aside`, likewise, from a pool of `ASIDE_CONNECTIONS`: for a read that runs beside a
+    request's own transaction (`memory.retrieval.aside`).
     Connection failures surface as TransientError so callers (tasks) can retry them.
     """
     factory = _sessionmaker_for(
-        resolve_database_url(settings), autocommit=autocommit, custom_plans=custom_plans
+        resolve_database_url(settings),
+        autocommit=autocommit,
+        custom_plans=custom_plans,
+        aside=aside,
     )
     session = factory()
     try:

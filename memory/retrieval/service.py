@@ -26,6 +26,7 @@ from memory.db import CompiledStatement
 from memory.notes.models import Note, NoteVector
 from memory.notes.vectors import binary_vector, parse_vector
 from memory.retrieval import routes as r
+from memory.retrieval.aside import OpenSession
 from memory.retrieval.candidates import (  # noqa: F401 - the read path's public names
     ALL_ROUTES,
     DEFAULT_ROUTES,
@@ -138,11 +139,14 @@ def search_notes(
     filters: r.SearchFilters | None = None,
     options: SearchOptions | None = None,
     now: datetime | None = None,
+    aside: OpenSession | None = None,
 ) -> list[SearchHit]:
     """The top_k notes for `query` that the viewer may see, best first, with explanations.
 
     `vector` may still be pending (`candidates.PendingVector`): it is waited for when the
-    dense route needs it, after the lexical routes have run."""
+    dense route needs it, after the lexical routes have run. With `aside` (a second
+    transaction's opener) the dense route runs beside the lexical ones
+    (`memory.retrieval.aside`); the answer is the same."""
     filters, options, now = (
         filters or r.SearchFilters(),
         options or SearchOptions(),
@@ -151,7 +155,7 @@ def search_notes(
     options = _with_settings(options, settings)
     # Access rules and filters as of now; `now` is the activation's clock.
     scope = r.ReadScope(viewer, filters)
-    found = run_routes(session, scope, query, vector, options)
+    found = run_routes(session, scope, query, vector, options, aside)
     lexical_routes = {k: v for k, v in found.items() if k != "verbatim"}
     fused = fuse(lexical_routes, method=options.fusion) if lexical_routes else {}  # type: ignore[arg-type]
     for note_id, matched in found.get("verbatim", {}).items():

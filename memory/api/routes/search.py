@@ -6,6 +6,7 @@ import contextlib
 import logging
 import time
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import datetime
@@ -108,9 +109,7 @@ def _search(
     # Embedded in parallel with the transaction's first statements: the dense route waits
     # for it after the viewer is resolved and BM25 has run (`run_routes`).
     vector = _EMBED_POOL.submit(embed_query, query, settings)
-    with session_scope(custom_plans=True) as session:
-        if timeout_ms is not None:
-            session.execute(text(f"SET LOCAL statement_timeout = {int(timeout_ms)}"))
+    with _read_transaction(timeout_ms) as session:
         # Ranked as the owner: under row-level security PostgreSQL cannot use the GIN and
         # trigram indexes of the lexical routes (see _rls_checked); the hits are re-checked.
         viewer = resolve_viewer(
@@ -129,10 +128,21 @@ def _search(
             settings=settings,
             filters=filters,
             options=options,
+            aside=lambda: _read_transaction(timeout_ms, aside=True),
         )
         hits, sources = _rls_checked(session, viewer, hits)
         results = [_result(h, sources[h.note.id]) for h in hits]
     return hits, results
+
+
+@contextlib.contextmanager
+def _read_transaction(timeout_ms: int | None, *, aside: bool = False) -> Iterator[Session]:
+    """A read's transaction (planned per execution), cancelled past `timeout_ms`; `aside`:
+    one a read runs beside its own (`memory.retrieval.aside`)."""
+    with session_scope(custom_plans=True, aside=aside) as session:
+        if timeout_ms is not None:
+            session.execute(text(f"SET LOCAL statement_timeout = {int(timeout_ms)}"))
+        yield session
 
 
 def _rls_checked(

@@ -1,0 +1,69 @@
+"""Reads aside: at most ASIDE_CONNECTIONS at once, never a wait for a slot, and a slot is
+given back however the work ends."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from memory.db import ASIDE_CONNECTIONS
+from memory.retrieval.aside import start_aside
+
+
+@contextmanager
+def fake_transaction(opened: list[str]) -> Iterator[str]:
+    opened.append(threading.current_thread().name)
+    yield "session"
+
+
+def test_work_runs_in_its_own_transaction_on_an_aside_thread() -> None:
+    opened: list[str] = []
+    pending = start_aside(
+        lambda: fake_transaction(opened),  # type: ignore[arg-type, return-value]
+        lambda session: (session, threading.current_thread().name),
+    )
+    assert pending is not None
+    session, thread = pending.result(timeout=5)
+    assert session == "session" and thread.startswith("aside")
+    assert opened == [thread]
+
+
+def test_without_a_free_slot_the_caller_is_told_at_once_and_slots_come_back() -> None:
+    release = threading.Event()
+    started = threading.Barrier(ASIDE_CONNECTIONS + 1)
+
+    def hold(_session: object) -> int:
+        started.wait(timeout=5)
+        release.wait(timeout=5)
+        return 1
+
+    opened: list[str] = []
+    held = [
+        start_aside(lambda: fake_transaction(opened), hold)  # type: ignore[arg-type, return-value]
+        for _ in range(ASIDE_CONNECTIONS)
+    ]
+    assert all(p is not None for p in held)
+    started.wait(timeout=5)  # every slot is taken and its work running
+    assert start_aside(lambda: fake_transaction(opened), hold) is None  # type: ignore[arg-type, return-value]
+    release.set()
+    assert [p.result(timeout=5) for p in held if p] == [1] * ASIDE_CONNECTIONS
+    # All slots are back: as many again can start.
+    again = [
+        start_aside(lambda: fake_transaction(opened), lambda s: 2)  # type: ignore[arg-type, return-value]
+        for _ in range(ASIDE_CONNECTIONS)
+    ]
+    assert [p.result(timeout=5) for p in again if p] == [2] * ASIDE_CONNECTIONS
+
+
+def test_a_failing_work_gives_its_slot_back_and_raises_to_the_waiter() -> None:
+    def fail(_session: object) -> None:
+        raise RuntimeError("statement timeout")
+
+    for _ in range(ASIDE_CONNECTIONS + 1):
+        pending = start_aside(lambda: fake_transaction([]), fail)  # type: ignore[arg-type, return-value]
+        assert pending is not None
+        with pytest.raises(RuntimeError, match="statement timeout"):
+            pending.result(timeout=5)
