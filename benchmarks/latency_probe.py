@@ -29,6 +29,7 @@ from memory.db import get_engine, session_scope
 from memory.notes.service import readable_note_sources
 from memory.retrieval import bm25 as b
 from memory.retrieval import routes as r
+from memory.retrieval import rows as candidate_rows
 from memory.retrieval import service
 from memory.retrieval.scope import SearchFilters
 from memory.retrieval.service import search_notes
@@ -45,7 +46,8 @@ PIECES: tuple[tuple[Any, str], ...] = (
     (r, "verbatim_route"),
     (r, "linked_route"),
     (r, "adjacent_turns"),
-    (service, "_load_notes"),
+    (candidate_rows, "load_candidates"),
+    (candidate_rows, "pool_vectors"),
     (service, "_score"),
     (service, "_select"),
     (service, "_smooth_by_neighbours"),

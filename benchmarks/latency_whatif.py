@@ -27,7 +27,8 @@ from memory.notes.models import Note
 from memory.notes.vectors import vector_text
 from memory.retrieval import bm25 as b
 from memory.retrieval import routes as r
-from memory.retrieval.service import ROUTE_LIMIT, SearchOptions, _load_notes, run_routes
+from memory.retrieval.rows import load_candidates
+from memory.retrieval.service import ROUTE_LIMIT, SearchOptions, run_routes
 from memory.retrieval.text import analyse
 
 SLIM_COLUMNS = (
@@ -58,7 +59,7 @@ def _overlap(a: dict, b: dict) -> float:
 
 
 def _load_variants(session: Session, ids: list[Any], out: dict[str, list[float]]) -> None:
-    ms, _ = _ms(lambda: _load_notes(session, ids))
+    ms, _ = _ms(lambda: load_candidates(session, ids))
     out["load_notes (product: whole rows)"].append(ms)
     session.expunge_all()
 

@@ -169,9 +169,11 @@ def run_routes(
         if scores is not None:
             found[name] = scores
 
-    for name in ("bm25", "verbatim", "bm25_window", "dense", "bm25_window", "dense_window"):
-        if name == "bm25_window" and "dense" not in attempted and not _window_bounded(terms):
-            continue  # it scores the other routes' candidates: the dense route's too
+    run("bm25")
+    run("verbatim")
+    if _window_bounded(terms):
+        run("bm25_window")  # it selects its own candidates: no need to wait for dense's
+    for name in ("dense", "bm25_window", "dense_window"):
         run(name)
     return {name: found[name] for name in steps if name in found}
 

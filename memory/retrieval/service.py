@@ -12,19 +12,14 @@ import re
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from functools import cache
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
-from sqlalchemy import String, bindparam, select
 from sqlalchemy.orm import Session
 
 from memory.access.policy import Viewer
 from memory.activation.model import ActivationBreakdown, make_noise_rng, score_activation
 from memory.config import Settings
-from memory.db import CompiledStatement
-from memory.notes.models import Note, NoteVector
-from memory.notes.vectors import binary_vector, parse_vector
 from memory.retrieval import routes as r
 from memory.retrieval.aside import OpenSession
 from memory.retrieval.candidates import (  # noqa: F401 - the read path's public names
@@ -37,7 +32,8 @@ from memory.retrieval.candidates import (  # noqa: F401 - the read path's public
 )
 from memory.retrieval.fusion import fuse, length_prior, to_relevance
 from memory.retrieval.mmr import mmr
-from memory.types import id_in_param, utcnow
+from memory.retrieval.rows import ScoredNote, load_candidates, pool_vectors
+from memory.types import utcnow
 
 LINK_SEEDS = 10
 LINK_FACTOR = 0.5
@@ -47,29 +43,6 @@ MMR_LAMBDA = 0.7
 # Candidates scored per query after fusion: ranks below this never reached the top 20.
 SCORED_CANDIDATES = 150
 NEIGHBOUR_SEEDS = 60
-
-
-class ScoredNote(Protocol):
-    """What scoring and the callers read of a candidate: `CANDIDATE_COLUMNS`."""
-
-    id: uuid.UUID
-    content: str
-    kind: str
-    domain: str
-    visibility: str
-    speaker: str | None
-    agent_id: str
-    occurred_at: datetime
-    access_times: list[datetime] | None
-    access_count: int
-    first_access_at: datetime
-    half_life_hours: float
-    term_count: int
-
-
-# Plain rows rather than ORM objects (150 candidates: 3.9 against 8.2 ms of CPU); no index
-# columns, and vectors only for the MMR pool (`_pool_vectors`).
-CANDIDATE_COLUMNS = tuple(getattr(Note, name) for name in ScoredNote.__annotations__)
 
 
 @dataclass
@@ -108,18 +81,6 @@ def _ranks(scores: dict[uuid.UUID, float]) -> dict[uuid.UUID, int]:
         note_id: rank
         for rank, (note_id, _) in enumerate(sorted(scores.items(), key=lambda kv: -kv[1]), start=1)
     }
-
-
-def _load_notes(session: Session, note_ids: list[uuid.UUID]) -> dict[uuid.UUID, ScoredNote]:
-    if not note_ids:
-        return {}
-    rows = _candidates_statement().rows(session, {"ids": note_ids})
-    return {row.id: row for row in rows}
-
-
-@cache
-def _candidates_statement() -> CompiledStatement:
-    return CompiledStatement(select(*CANDIDATE_COLUMNS).where(id_in_param(Note.id, "ids")))
 
 
 def _mentioned_speaker(query: str, speakers: set[str]) -> str | None:
@@ -176,7 +137,7 @@ def search_notes(
         return relevance[note_id] + options.link_weight * links.get(note_id, (0.0, note_id))[0]
 
     best = sorted(relevance, key=promise, reverse=True)[:SCORED_CANDIDATES]
-    notes = _load_notes(session, best)
+    notes = load_candidates(session, best)
     passed, below = _score(notes, relevance, found, links, query, now, settings, options)
     chosen = _select(session, viewer, passed, top_k, options)
     if filters.narrows and len(chosen) < top_k:
@@ -281,28 +242,6 @@ def _score(
     return hits, below
 
 
-def _pool_vectors(
-    session: Session, viewer: Viewer, note_ids: list[uuid.UUID]
-) -> dict[uuid.UUID, np.ndarray]:
-    """The MMR pool's vectors, read from the viewer's partition of note_vectors, where they
-    are stored inline (every hit is searchable, so mirrored there); in notes they are
-    TOASTed, two more page reads per vector. A note without a vector has none here."""
-    params = {"tenant_id": viewer.tenant_id, "user_id": viewer.user_id, "ids": note_ids}
-    rows = _pool_vectors_statement().rows(session, params)
-    return {row.note_id: parse_vector(row.embedding) for row in rows}  # type: ignore[misc]
-
-
-@cache
-def _pool_vectors_statement() -> CompiledStatement:
-    return CompiledStatement(
-        select(NoteVector.note_id, binary_vector(NoteVector.embedding, "embedding")).where(
-            NoteVector.tenant_id == bindparam("tenant_id", type_=String),
-            NoteVector.user_id == bindparam("user_id", type_=String),
-            id_in_param(NoteVector.note_id, "ids"),
-        )
-    )
-
-
 def _select(
     session: Session, viewer: Viewer, hits: list[SearchHit], top_k: int, options: SearchOptions
 ) -> list[SearchHit]:
@@ -316,7 +255,7 @@ def _select(
     order = mmr(
         [h.note.id for h in pool],
         {h.note.id: (h.score - bottom) / span for h in pool},
-        _pool_vectors(session, viewer, [h.note.id for h in pool]),
+        pool_vectors(session, viewer, [h.note.id for h in pool]),
         lam=MMR_LAMBDA,
         k=top_k,
     )
