@@ -33,7 +33,7 @@ from sqlalchemy.schema import CreateIndex
 
 from benchmarks.latency_data import Draft, PhraseSpace, Profile, note_vectors, user_drafts
 from memory.notes.graphs import PREFIX as GRAPH_PREFIX
-from memory.notes.models import Note, NoteVector
+from memory.notes.models import Note, NoteTerms, NoteVector
 from memory.retrieval.text import analyse, date_terms
 
 TENANT = "bench"
@@ -52,9 +52,15 @@ window_embedding vector embedding_model text turn_seq int8
 """
 # Model columns the loader leaves NULL on purpose (no summaries, no superseding links).
 LEFT_NULL = frozenset({"summary", "superseded_by"})
-# The triggers of migrations 0004 and 0008 that copy each new note's vector into
-# note_vectors and its window vector into note_window_vectors.
-MIRROR_TRIGGERS = ("notes_vectors_insert", "notes_window_vectors_insert")
+# The triggers of migrations 0004, 0008 and 0009 that copy each new note's vector into
+# note_vectors, its window vector into note_window_vectors and its terms into note_terms.
+MIRROR_TRIGGERS = ("notes_vectors_insert", "notes_window_vectors_insert", "notes_terms_insert")
+
+
+# The notes' columns note_terms mirrors (migration 0009), besides tenant, user and id.
+TERMS_COPIED = tuple(
+    c.name for c in NoteTerms.__table__.columns if c.name not in ("tenant_id", "user_id", "note_id")
+)
 
 
 def _pairs(spec: str) -> tuple[tuple[str, str], ...]:
@@ -327,10 +333,10 @@ def _copy_side_tables(cur: psycopg.Cursor, rows: UserRows) -> None:
 
 
 def secondary_indexes() -> list[tuple[str, str]]:
-    """(name, CREATE INDEX statement) of notes and note_vectors, exactly as the models
-    declare (an index on note_vectors is built on each partition)."""
+    """(name, CREATE INDEX statement) of notes and its mirrors, exactly as the models
+    declare (an index on a partitioned mirror is built on each partition)."""
     dialect = postgresql.dialect()
-    indexes = [*Note.__table__.indexes, *NoteVector.__table__.indexes]
+    indexes = [*Note.__table__.indexes, *NoteVector.__table__.indexes, *NoteTerms.__table__.indexes]
     return [
         (str(ix.name), str(CreateIndex(ix).compile(dialect=dialect)))
         for ix in sorted(indexes, key=lambda ix: str(ix.name))
@@ -339,10 +345,10 @@ def secondary_indexes() -> list[tuple[str, str]]:
 
 def fill_note_vectors(conn: psycopg.Connection) -> None:
     """What the mirror triggers (off during the COPY) would have written, one statement
-    per mirror; note_vectors' graphs are dropped first so the insert does not maintain
+    per mirror; the mirrors' indexes are dropped first so the inserts do not maintain
     them."""
     for name, statement in secondary_indexes():
-        if " ON note_vectors " in statement:
+        if " ON note_vectors " in statement or " ON note_terms " in statement:
             conn.execute(f"DROP INDEX IF EXISTS {name}")
     conn.execute("TRUNCATE note_vectors")
     conn.execute(
@@ -356,6 +362,13 @@ def fill_note_vectors(conn: psycopg.Connection) -> None:
         "INSERT INTO note_window_vectors (tenant_id, user_id, note_id, window_embedding)"
         " SELECT tenant_id, user_id, id, window_embedding FROM notes WHERE window_embedding"
         " IS NOT NULL AND status IN ('active', 'archived') AND valid_to IS NULL"
+    )
+    copied = ", ".join(TERMS_COPIED)
+    conn.execute("TRUNCATE note_terms")
+    conn.execute(
+        f"INSERT INTO note_terms (tenant_id, user_id, note_id, {copied})"
+        f" SELECT tenant_id, user_id, id, {copied} FROM notes"
+        " WHERE status IN ('active', 'archived') AND valid_to IS NULL"
     )
 
 
@@ -395,6 +408,7 @@ def build_indexes(conn: psycopg.Connection, *, memory: str, log: Any) -> dict[st
         "notes",
         "note_vectors",
         "note_window_vectors",
+        "note_terms",
         "links",
         "lexicon",
         "lexicon_totals",

@@ -45,9 +45,9 @@ def user_terms_match(
     terms: list[str] | ColumnElement[str],
     every: bool = False,
 ) -> ColumnElement[bool]:
-    """Notes of (tenant_id, user_id) whose tsvector `column` holds one of `terms` (with
-    `every`, all of them). Each may instead be an SQL expression (a bound parameter; for
-    terms, one holding their `tsvector_literal`).
+    """Rows of (tenant_id, user_id) whose tsvector `column` (of notes or note_terms) holds
+    one of `terms` (with `every`, all of them). Each may instead be an SQL expression (a
+    bound parameter; for terms, one holding their `tsvector_literal`).
 
     Written as the expression of the per-user term indexes (migration 0005), so the GIN
     lookup returns only that user's notes; the caller's user condition still applies (a
@@ -57,7 +57,9 @@ def user_terms_match(
     wanted = func.note_user_lexemes(
         _as_text(tenant_id), _as_text(user_id), cast(_as_text(wanted_terms), TSVECTOR)
     )
-    keys = func.note_user_lexemes(Note.tenant_id, Note.user_id, column)
+    # The column's own table: notes, or the lexical routes' mirror note_terms (0009).
+    table = column.class_
+    keys = func.note_user_lexemes(table.tenant_id, table.user_id, column)
     return keys.bool_op("@>" if every else "&&")(wanted)
 
 

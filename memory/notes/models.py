@@ -51,15 +51,11 @@ class Note(Base):
         Index("ix_notes_scope", "tenant_id", "user_id", "status"),
         Index("ix_notes_lineage", "lineage_id", "version"),
         Index("ix_notes_session_turn", "tenant_id", "user_id", "session_id", "turn_seq"),
-        # Term indexes keyed per user (`memory.notes.lexicon.user_terms_match`, 0005).
+        # Own terms keyed per user (`memory.notes.lexicon.user_terms_match`, 0005), for the
+        # commons; the BM25 routes read their mirror `note_terms` (0009).
         Index(
             "ix_notes_user_index_terms",
             text("note_user_lexemes(tenant_id, user_id, index_terms)"),
-            postgresql_using="gin",
-        ),
-        Index(
-            "ix_notes_user_window_terms",
-            text("note_user_lexemes(tenant_id, user_id, window_terms)"),
             postgresql_using="gin",
         ),
         # The embedding stage claims pending notes oldest first (write path).
@@ -124,6 +120,7 @@ class Note(Base):
     index_text: Mapped[str | None] = mapped_column(Text)
     window_text: Mapped[str | None] = mapped_column(Text)
     embed_text: Mapped[str | None] = mapped_column(Text)
+    # Scored through their mirror `note_terms` (kept by a trigger, migration 0009).
     index_terms: Mapped[Any | None] = mapped_column(TSVECTOR)
     window_terms: Mapped[Any | None] = mapped_column(TSVECTOR)
     term_count: Mapped[int] = mapped_column(Integer, default=0)
@@ -192,6 +189,50 @@ class NoteWindowVector(Base):
     user_id: Mapped[str] = mapped_column(String(128), primary_key=True)
     note_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
     window_embedding: Mapped[Any] = mapped_column(BinaryVector(EMBEDDING_DIMENSION))
+
+
+class NoteTerms(Base):
+    """What the lexical routes read of the searchable notes, in a narrow table: the BM25
+    inputs and the columns of the access rules and search filters.
+
+    Invariants: maintained only by the trigger of migration 0009 (never written by
+    application code): one row per note that is active or archived and current, with the
+    same tenant, user, id and values of every column here. Hash-partitioned by
+    (tenant_id, user_id) like `note_vectors`, with the per-user term indexes of 0005; a
+    read names both to be pruned to one partition. The attribute names are the notes'
+    (`memory.retrieval.scope.scope_conditions` reads either table).
+    """
+
+    __tablename__ = "note_terms"
+    __table_args__ = (
+        Index(
+            "ix_note_terms_user_index_terms",
+            text("note_user_lexemes(tenant_id, user_id, index_terms)"),
+            postgresql_using="gin",
+        ),
+        Index(
+            "ix_note_terms_user_window_terms",
+            text("note_user_lexemes(tenant_id, user_id, window_terms)"),
+            postgresql_using="gin",
+        ),
+        {"postgresql_partition_by": "HASH (tenant_id, user_id)"},
+    )
+
+    tenant_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    note_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    agent_id: Mapped[str] = mapped_column(String(128))
+    visibility: Mapped[str] = mapped_column(String(16))
+    domain: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(16))
+    occurred_at: Mapped[datetime] = mapped_column(Timestamp)
+    expires_at: Mapped[datetime | None] = mapped_column(Timestamp)
+    valid_to: Mapped[datetime | None] = mapped_column(Timestamp)
+    index_terms: Mapped[Any | None] = mapped_column(TSVECTOR)
+    term_count: Mapped[int] = mapped_column(Integer)
+    window_terms: Mapped[Any | None] = mapped_column(TSVECTOR)
+    window_term_count: Mapped[int] = mapped_column(Integer)
 
 
 class NoteSource(Base):

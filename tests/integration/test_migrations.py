@@ -29,6 +29,7 @@ EXPECTED_TABLES = {
     "tombstones",
     "note_vectors",
     "note_window_vectors",
+    "note_terms",
 }
 
 
@@ -68,14 +69,15 @@ def test_upgrade_downgrade_upgrade(scratch_database: str) -> None:
     assert {"vector", "pg_trgm"} <= extensions
     # Vectors are searched in note_vectors, one graph per partition (0004).
     assert "ix_notes_embedding_hnsw" not in indexes
-    # Term indexes are keyed per user (0005); the global ones are gone.
+    # Term indexes are keyed per user (0005); the global ones are gone, and the window
+    # terms are indexed in the BM25 mirror note_terms only (0009).
     assert "ix_notes_index_terms" not in indexes
     assert "ix_notes_window_terms" not in indexes
-    for column in ("index_terms", "window_terms"):
-        assert (
-            f"note_user_lexemes(tenant_id, user_id, {column})"
-            in (indexes[f"ix_notes_user_{column}"])
-        )
+    assert "ix_notes_user_window_terms" not in indexes
+    assert (
+        "note_user_lexemes(tenant_id, user_id, index_terms)"
+        in (indexes["ix_notes_user_index_terms"])
+    )
     assert "gin_trgm_ops" in indexes["ix_notes_content_trgm"]
     # Window vectors are scored per candidate, never searched through a graph (0003).
     assert "ix_notes_window_embedding_hnsw" not in indexes
@@ -242,5 +244,41 @@ def test_0008_fills_the_window_mirror_and_downgrades(scratch_database: str) -> N
             conn.execute(
                 insert, {**BARE_NOTE, "id": uuid.uuid4(), "v": UNIT_VECTOR}
             )  # no trigger left
+    finally:
+        engine.dispose()
+
+
+def test_0009_fills_the_terms_mirror_and_downgrades(scratch_database: str) -> None:
+    upgrade_database("0008", url=scratch_database)
+    engine = create_engine(scratch_database)
+    insert = insert_bare_note()
+    searchable, archived, deleted = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    exists = text("SELECT to_regclass('note_terms') IS NOT NULL")
+    indexed = text(
+        "SELECT count(*) FROM pg_inherits i JOIN pg_index x ON x.indrelid = i.inhrelid"
+        " JOIN pg_class c ON c.oid = x.indexrelid JOIN pg_am a ON a.oid = c.relam"
+        " WHERE i.inhparent = 'note_terms'::regclass AND a.amname = 'gin'"
+    )
+    try:
+        with engine.begin() as conn:
+            for note_id, status in ((searchable, "active"), (archived, "archived")):
+                conn.execute(insert, {**BARE_NOTE, "id": note_id, "status": status, "v": None})
+            conn.execute(insert, {**BARE_NOTE, "id": deleted, "status": "deleted", "v": None})
+        upgrade_database("0009", url=scratch_database)
+        with engine.connect() as conn:
+            rows = conn.execute(text("SELECT note_id, status, domain FROM note_terms")).all()
+            gin = conn.execute(indexed).scalar_one()
+        # Archived notes are searched when asked for; a deleted one never is.
+        assert {(r.note_id, r.status, r.domain) for r in rows} == {
+            (searchable, "active", "general"),
+            (archived, "archived", "general"),
+        }
+        assert gin == 2 * 64  # both per-user term indexes in every partition
+        downgrade_database("0008", url=scratch_database)
+        with engine.begin() as conn:
+            assert conn.execute(exists).scalar_one() is False
+            restored = text("SELECT to_regclass('ix_notes_user_window_terms') IS NOT NULL")
+            assert conn.execute(restored).scalar_one() is True
+            conn.execute(insert, {**BARE_NOTE, "id": uuid.uuid4(), "v": None})  # no trigger left
     finally:
         engine.dispose()

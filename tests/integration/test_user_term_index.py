@@ -14,7 +14,7 @@ from sqlalchemy import select, text
 from memory.access.policy import Viewer
 from memory.db import session_scope
 from memory.notes.lexicon import apply_terms, user_terms_match
-from memory.notes.models import Note
+from memory.notes.models import Note, NoteTerms
 from memory.retrieval import bm25 as b
 from memory.retrieval import routes as r
 from memory.retrieval.text import analyse
@@ -30,7 +30,8 @@ def _note(tenant: str, user: str, content: str, window: str) -> Note:
 
 
 def _index_rows(statement: Any, index_name: str) -> int:
-    """Rows the named index returned when `statement` ran with sequential scans off."""
+    """Rows the index named (or prefixed) `index_name` returned when `statement` ran with
+    sequential scans off."""
     with session_scope() as session:
         session.execute(text("SET LOCAL enable_seqscan = off"))
         compiled = statement.compile(dialect=session.get_bind().dialect)
@@ -43,7 +44,7 @@ def _index_rows(statement: Any, index_name: str) -> int:
     found: list[int] = []
 
     def walk(node: dict[str, Any]) -> None:
-        if node.get("Index Name") == index_name:
+        if str(node.get("Index Name", "")).startswith(index_name):
             found.append(int(node["Actual Rows"]))
         for child in node.get("Plans", []):
             walk(child)
@@ -72,11 +73,14 @@ def test_a_term_lookup_returns_only_the_viewers_notes(database_url: str, tenant_
         )
     for column, index_name in (
         (Note.index_terms, "ix_notes_user_index_terms"),
-        (Note.window_terms, "ix_notes_user_window_terms"),
+        # The BM25 routes' mirror (0009): one index per partition, named after it.
+        (NoteTerms.index_terms, "note_terms_p"),
+        (NoteTerms.window_terms, "note_terms_p"),
     ):
         match = user_terms_match(column, tenant_id=tenant_id, user_id=mine, terms=["okapi"])
+        statement = select(column.class_.tenant_id).where(match)
         # The global index this replaced returned all 43 notes holding the term.
-        assert _index_rows(select(Note.id).where(match), index_name) == 3
+        assert _index_rows(statement, index_name) == 3
 
     viewer = Viewer(tenant_id, mine, None)
     with session_scope() as session:
