@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Protocol, TypeAlias
 
@@ -27,6 +27,8 @@ from memory.retrieval.text import analyse, verbatim_tokens
 
 ROUTE_LIMIT = 100
 ALL_ROUTES = ("dense", "dense_window", "bm25", "bm25_window", "verbatim", "neighbours", "links")
+# The order of the routes in `run_routes`' answer (fusion sums them in this order).
+ANSWER_ORDER = ("bm25", "dense", "verbatim", "bm25_window", "dense_window")
 # Link expansion measured -0.005 to -0.02 R@10 on LoCoMo (benchmarks/README.md), so it is
 # available but off by default.
 DEFAULT_ROUTES = tuple(route for route in ALL_ROUTES if route != "links")
@@ -39,8 +41,6 @@ class PendingVector(Protocol):
     def result(self, timeout: float | None = None) -> np.ndarray: ...
 
 
-# A route's candidates, or None when a budget left no time to wait for it.
-Step: TypeAlias = Callable[[], dict[uuid.UUID, float] | None]
 # The query's vector, one still being computed, or None (the dense routes are skipped).
 QueryVector: TypeAlias = np.ndarray | PendingVector | None
 
@@ -77,8 +77,8 @@ def run_routes(
     options: SearchOptions,
     aside: OpenSession | None = None,
 ) -> dict[str, dict[uuid.UUID, float]]:
-    """Each enabled route's candidates (keyed in `steps` order); past `options.deadline`
-    only the first one runs.
+    """Each enabled route's candidates (keyed in `ANSWER_ORDER`, whatever order they ran
+    in); past `options.deadline` only the first one runs.
 
     The lexical routes first (BM25 alone is the best single route on LoCoMo), so a read
     cut short by its budget still has the candidates that matter most, and a pending
@@ -89,93 +89,104 @@ def run_routes(
     transactions of their own from the start (`memory.retrieval.aside`), beside BM25 here;
     the candidates are the same either way.
     """
+    return _RouteRun(session, scope, query, vector, options, aside).run_all()
+
+
+@dataclass
+class _RouteRun:
+    """One search's routes: what they found so far, and those running aside."""
+
+    session: Session
+    scope: r.ReadScope
+    query: str
+    vector: QueryVector
+    options: SearchOptions
+    aside: OpenSession | None
+    found: dict[str, dict[uuid.UUID, float]] = field(default_factory=dict)
     terms: b.QueryTerms | None = None
     text_form: str | None = None
+    pending: dict[str, Future[dict[uuid.UUID, float]]] = field(default_factory=dict)
+    attempted: set[str] = field(default_factory=set)
 
-    def query_vector() -> str:
+    def run_all(self) -> dict[str, dict[uuid.UUID, float]]:
+        if self.vector is not None:
+            self._start("dense", self._dense)
+        if self._runs_aside("bm25_window") and _window_bounded(self._load_terms()):
+            self._start("bm25_window", partial(self._bm25, True))
+        self._run("bm25")
+        self._run("verbatim")
+        if _window_bounded(self.terms):
+            self._run("bm25_window")  # it selects its own candidates: no need for dense's
+        for name in ("dense", "bm25_window", "dense_window"):
+            self._run(name)
+        return {name: self.found[name] for name in ANSWER_ORDER if name in self.found}
+
+    def _run(self, name: str) -> None:
+        if name in self.attempted or name not in self.options.routes:
+            return
+        self.attempted.add(name)
+        if self.vector is None and name.startswith("dense"):
+            return
+        deadline = self.options.deadline
+        if self.found and deadline is not None and not deadline.allows(name):
+            return
+        scores = self._step(name)
+        if scores is not None:
+            self.found[name] = scores
+
+    def _step(self, name: str) -> dict[uuid.UUID, float] | None:
+        if name in self.pending:
+            return _joined(self.pending[name], self.options.deadline, name)
+        if name == "bm25" or name == "bm25_window":
+            return self._bm25(name == "bm25_window")
+        if name == "dense":
+            return self._dense(self.session)
+        if name == "verbatim":
+            tokens = verbatim_tokens(self.query)
+            return r.verbatim_route(self.session, self.scope, tokens, limit=ROUTE_LIMIT)
+        # dense_window: scores the notes the other routes found; searching window vectors
+        # through their own HNSW graph ranked worse on LoCoMo (R@10 .797 against .804).
+        ids = self._found_so_far()
+        return r.window_similarity(self.session, self.scope.viewer, ids, self._query_vector())
+
+    def _runs_aside(self, name: str) -> bool:
+        return self.aside is not None and name in self.options.routes
+
+    def _start(self, name: str, work: Callable[[Session], dict[uuid.UUID, float]]) -> None:
+        if self._runs_aside(name):
+            started = start_aside(self.aside, work)  # type: ignore[arg-type]
+            if started is not None:
+                self.pending[name] = started
+
+    def _query_vector(self) -> str:
         # The vector's text form, once for the dense and the window statements.
-        nonlocal text_form
-        if text_form is None:
+        if self.text_form is None:
+            vector = self.vector
             ready = vector if isinstance(vector, np.ndarray) else vector.result()  # type: ignore[union-attr]
-            text_form = vector_text(ready)
-        return text_form
+            self.text_form = vector_text(ready)
+        return self.text_form
 
-    def dense(on: Session) -> dict[uuid.UUID, float]:
-        return r.dense_route(
-            on, scope, query_vector(), limit=ROUTE_LIMIT, scan_tuples=options.scan_tuples
-        )
+    def _dense(self, on: Session) -> dict[uuid.UUID, float]:
+        vector, cap = self._query_vector(), self.options.scan_tuples
+        return r.dense_route(on, self.scope, vector, limit=ROUTE_LIMIT, scan_tuples=cap)
 
-    found: dict[str, dict[uuid.UUID, float]] = {}
+    def _found_so_far(self) -> list[uuid.UUID]:
+        return list(dict.fromkeys(i for scores in self.found.values() for i in scores))
 
-    def found_so_far() -> list[uuid.UUID]:
-        return list(dict.fromkeys(note_id for scores in found.values() for note_id in scores))
+    def _load_terms(self) -> b.QueryTerms:
+        if self.terms is None:
+            self.terms = b.load_query_terms(self.session, self.scope.viewer, analyse(self.query))
+        return self.terms
 
-    def load_terms() -> b.QueryTerms:
-        nonlocal terms
-        if terms is None:
-            terms = b.load_query_terms(session, scope.viewer, analyse(query))
-        return terms
-
-    def bm25(window: bool, on: Session = session) -> dict[uuid.UUID, float]:
-        among = None
-        if window and not _window_bounded(load_terms()):
+    def _bm25(self, window: bool, on: Session | None = None) -> dict[uuid.UUID, float]:
+        terms, among = self._load_terms(), None
+        if window and not _window_bounded(terms):
             # Even the rarest term is in thousands of windows (a window holds three turns'
             # words): score the other routes' candidates rather than scan all its matches.
-            among = found_so_far()
-        return b.bm25_route(on, scope, load_terms(), limit=ROUTE_LIMIT, window=window, among=among)
-
-    def window_of_candidates() -> dict[uuid.UUID, float]:
-        # Scores the notes the other routes found; searching window vectors through their
-        # own HNSW graph ranked worse on LoCoMo (R@10 .797 against .804) and cost a graph.
-        return r.window_similarity(session, scope.viewer, found_so_far(), query_vector())
-
-    pending: dict[str, Future[dict[uuid.UUID, float]]] = {}
-
-    def start(name: str, work: Callable[[Session], dict[uuid.UUID, float]]) -> None:
-        if aside is not None and name in options.routes:
-            started = start_aside(aside, work)
-            if started is not None:
-                pending[name] = started
-
-    def joined_or_run(name: str, inline: Callable[[], dict[uuid.UUID, float]]) -> Step:
-        if name not in pending:
-            return inline
-        return lambda: _joined(pending[name], options.deadline, name)
-
-    if vector is not None:
-        start("dense", dense)
-    if aside is not None and "bm25_window" in options.routes and _window_bounded(load_terms()):
-        start("bm25_window", partial(bm25, True))
-    steps: dict[str, Step] = {
-        "bm25": lambda: bm25(False),
-        "dense": joined_or_run("dense", lambda: dense(session)),
-        "verbatim": lambda: r.verbatim_route(
-            session, scope, verbatim_tokens(query), limit=ROUTE_LIMIT
-        ),
-        "bm25_window": joined_or_run("bm25_window", lambda: bm25(True)),
-        "dense_window": window_of_candidates,
-    }
-    attempted: set[str] = set()
-
-    def run(name: str) -> None:
-        if name in attempted or name not in options.routes:
-            return
-        attempted.add(name)
-        if vector is None and name.startswith("dense"):
-            return
-        if found and options.deadline is not None and not options.deadline.allows(name):
-            return
-        scores = steps[name]()
-        if scores is not None:
-            found[name] = scores
-
-    run("bm25")
-    run("verbatim")
-    if _window_bounded(terms):
-        run("bm25_window")  # it selects its own candidates: no need to wait for dense's
-    for name in ("dense", "bm25_window", "dense_window"):
-        run(name)
-    return {name: found[name] for name in steps if name in found}
+            among = self._found_so_far()
+        return b.bm25_route(
+            on or self.session, self.scope, terms, limit=ROUTE_LIMIT, window=window, among=among
+        )
 
 
 def _window_bounded(terms: b.QueryTerms | None) -> bool:

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from memory.db import scoped_session_for, session_scope
+from memory.db import session_scope
 from memory.notes.models import Note
 from memory.types import utcnow
 from tests.integration.test_read_path import memory_user  # noqa: F401 - the fixture
-from tests.support.helpers import new_note
+from tests.support.helpers import mirror_ids_for_app_role, new_note, update_note
 
 pytestmark = pytest.mark.integration
 
@@ -34,14 +34,6 @@ MIRROR = (
 def _mirror(note_id: uuid.UUID) -> Any:
     with session_scope() as session:
         return session.execute(text(MIRROR), {"id": note_id}).one_or_none()
-
-
-def _set(note_id: uuid.UUID, **values: Any) -> None:
-    with session_scope() as session:
-        note = session.get(Note, note_id)
-        assert note is not None
-        for name, value in values.items():
-            setattr(note, name, value)
 
 
 def _note(tenant: str, user: str, **extra: Any) -> Note:
@@ -73,8 +65,8 @@ def test_mirror_follows_the_notes_mirrored_columns(
         )  # fmt: skip
     assert _mirror(note.id) == first
     later = utcnow() + timedelta(days=1)
-    _set(note.id, visibility="private", agent_id="other", domain="work", kind="decision")
-    _set(note.id, index_terms="'dog':1", term_count=1, expires_at=later)
+    update_note(note.id, visibility="private", agent_id="other", domain="work", kind="decision")
+    update_note(note.id, index_terms="'dog':1", term_count=1, expires_at=later)
     changed = _mirror(note.id)
     assert (changed.visibility, changed.agent_id, changed.domain, changed.kind) == (
         "private",
@@ -83,15 +75,15 @@ def test_mirror_follows_the_notes_mirrored_columns(
         "decision",
     )
     assert (changed.terms, changed.term_count, changed.expires_at) == ("'dog':1", 1, later)
-    _set(pending.id, status="active")
+    update_note(pending.id, status="active")
     assert _mirror(pending.id) is not None
-    _set(note.id, status="archived")  # archived notes are searchable when asked for
+    update_note(note.id, status="archived")  # archived notes are searchable when asked for
     assert _mirror(note.id).status == "archived"
-    _set(note.id, status="deleted")
+    update_note(note.id, status="deleted")
     assert _mirror(note.id) is None
-    _set(note.id, status="active")
+    update_note(note.id, status="active")
     assert _mirror(note.id) is not None
-    _set(note.id, valid_to=utcnow())  # a closed version is never searched
+    update_note(note.id, valid_to=utcnow())  # a closed version is never searched
     assert _mirror(note.id) is None
     with session_scope() as session:
         session.execute(text("DELETE FROM notes WHERE id = :id"), {"id": pending.id})
@@ -102,14 +94,8 @@ def test_app_role_keeps_the_mirror_and_reads_only_its_rows(
     database_url: str, tenant_id: str, user_id: str
 ) -> None:
     other = _note(tenant_id, f"u-{uuid.uuid4().hex[:10]}")
-    with session_scope() as session:
-        session.add(other)
     own = _note(tenant_id, user_id)
-    with scoped_session_for(tenant_id, user_id) as session:
-        session.add(own)  # the trigger writes with the owner's rights
-        session.flush()
-        visible = set(session.execute(text("SELECT note_id FROM note_terms")).scalars())
-    assert visible == {own.id}
+    assert mirror_ids_for_app_role("note_terms", own, other) == {own.id}
     assert _mirror(own.id) is not None and _mirror(other.id) is not None
 
 
@@ -138,15 +124,15 @@ def test_bm25_follows_a_notes_access_columns_through_the_mirror(
             {"u": user},
         ).one()
     assert biscuit in bm25_found()
-    _set(biscuit, visibility="private", agent_id="someone-else")
+    update_note(biscuit, visibility="private", agent_id="someone-else")
     try:
         assert biscuit not in bm25_found()  # another agent's private note
     finally:
-        _set(biscuit, visibility=visibility, agent_id=agent_id)
+        update_note(biscuit, visibility=visibility, agent_id=agent_id)
     assert biscuit in bm25_found()
-    _set(biscuit, expires_at=utcnow() - timedelta(minutes=1))
+    update_note(biscuit, expires_at=utcnow() - timedelta(minutes=1))
     try:
         assert biscuit not in bm25_found()  # expired
     finally:
-        _set(biscuit, expires_at=None)
+        update_note(biscuit, expires_at=None)
     assert biscuit in bm25_found()

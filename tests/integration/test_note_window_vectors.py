@@ -17,12 +17,12 @@ import pytest
 from sqlalchemy import text
 
 from memory.access.policy import Viewer
-from memory.db import scoped_session_for, session_scope
+from memory.db import session_scope
 from memory.notes.models import Note
 from memory.notes.vectors import vector_text
 from memory.retrieval import routes as r
 from memory.types import utcnow
-from tests.support.helpers import new_note
+from tests.support.helpers import mirror_ids_for_app_role, new_note, update_note
 
 pytestmark = pytest.mark.integration
 
@@ -47,14 +47,6 @@ def _note(tenant: str, user: str, window: list[float] | None, **extra: Any) -> N
     return new_note(tenant, user, f"note {uuid.uuid4()}", window_embedding=window, **extra)
 
 
-def _set(note_id: uuid.UUID, **values: Any) -> None:
-    with session_scope() as session:
-        note = session.get(Note, note_id)
-        assert note is not None
-        for name, value in values.items():
-            setattr(note, name, value)
-
-
 def test_mirror_follows_the_window_vector(database_url: str, tenant_id: str, user_id: str) -> None:
     rng = np.random.default_rng(11)
     note = _note(tenant_id, user_id, _unit(rng))
@@ -70,20 +62,20 @@ def test_mirror_follows_the_window_vector(database_url: str, tenant_id: str, use
             {"id": note.id},
         )  # fmt: skip
     assert _mirror(note.id) == first
-    _set(note.id, window_embedding=_unit(rng))
-    _set(bare.id, window_embedding=_unit(rng))
+    update_note(note.id, window_embedding=_unit(rng))
+    update_note(bare.id, window_embedding=_unit(rng))
     assert _mirror(note.id).v != first.v and _mirror(bare.id) is not None
-    _set(note.id, status="archived")  # archived notes are searchable when asked for
+    update_note(note.id, status="archived")  # archived notes are searchable when asked for
     assert _mirror(note.id) is not None
-    _set(note.id, status="deleted")
+    update_note(note.id, status="deleted")
     assert _mirror(note.id) is None
-    _set(note.id, status="active")
+    update_note(note.id, status="active")
     assert _mirror(note.id) is not None
-    _set(note.id, valid_to=utcnow())  # a closed version is never searched
+    update_note(note.id, valid_to=utcnow())  # a closed version is never searched
     assert _mirror(note.id) is None
-    _set(bare.id, window_embedding=None)
+    update_note(bare.id, window_embedding=None)
     assert _mirror(bare.id) is None
-    _set(bare.id, window_embedding=_unit(rng))
+    update_note(bare.id, window_embedding=_unit(rng))
     with session_scope() as session:
         session.execute(text("DELETE FROM notes WHERE id = :id"), {"id": bare.id})
     assert _mirror(bare.id) is None
@@ -94,14 +86,8 @@ def test_app_role_keeps_the_mirror_and_reads_only_its_rows(
 ) -> None:
     rng = np.random.default_rng(12)
     other = _note(tenant_id, f"u-{uuid.uuid4().hex[:10]}", _unit(rng))
-    with session_scope() as session:
-        session.add(other)
     own = _note(tenant_id, user_id, _unit(rng))
-    with scoped_session_for(tenant_id, user_id) as session:
-        session.add(own)  # the trigger writes with the owner's rights
-        session.flush()
-        visible = set(session.execute(text("SELECT note_id FROM note_window_vectors")).scalars())
-    assert visible == {own.id}
+    assert mirror_ids_for_app_role("note_window_vectors", own, other) == {own.id}
     assert _mirror(own.id) is not None and _mirror(other.id) is not None
 
 

@@ -38,6 +38,29 @@ def insert_bare_note(vector_column: str = "embedding") -> TextClause:
     )
 
 
+def update_note(note_id: uuid.UUID, **values: object) -> None:
+    """Set columns of one note through the ORM, in a transaction of its own."""
+    with session_scope() as session:
+        note = session.get(Note, note_id)
+        assert note is not None
+        for name, value in values.items():
+            setattr(note, name, value)
+
+
+def mirror_ids_for_app_role(mirror: str, own: Note, other: Note) -> set[uuid.UUID]:
+    """Write `other` as the owner and `own` as `muma_app` (scoped to its tenant and user),
+    then the note ids `muma_app` reads from the trigger-kept table `mirror` in that
+    transaction: a mirror's row-level security shows it its own rows only."""
+    from memory.db import scoped_session_for
+
+    with session_scope() as session:
+        session.add(other)
+    with scoped_session_for(own.tenant_id, own.user_id) as session:
+        session.add(own)  # the trigger writes the mirror with the owner's rights
+        session.flush()
+        return set(session.execute(text(f"SELECT note_id FROM {mirror}")).scalars())
+
+
 def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
