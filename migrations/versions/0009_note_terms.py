@@ -9,7 +9,7 @@ checked the access rules on the same rows: per candidate a heap row of notes, ~2
 wide (the write path's texts, both term vectors and ~30 other columns; 2.5 GB for a
 million notes, 3 rows a page). On the latency benchmark's data the first run of a
 question's BM25 took 2-3 times its second (p95 26 against ~10 ms), the difference being
-those pages. A narrow copy of what the routes read (646 MB for the same notes) halved
+those pages. A narrow copy of the terms alone (646 MB for the same notes) halved
 the cold p95 of both routes in a prototype (own 26.0 -> 14.8 ms, window 23.0 -> 13.7).
 
 - `note_terms`: for each searchable note (active or archived, current) its tenant, user,
