@@ -2,8 +2,9 @@
 the searchable notes (terms, lengths, the access rules' and filters' columns).
 
 The mirror follows inserts, every mirrored column, status, validity and deletes of notes
-(also when made as `muma_app`), and nothing else; the BM25 routes read it, so a change of
-a note's access columns changes what they return at once. The migration itself:
+(also when made as `muma_app`), and nothing else; the BM25 routes read it (a note without
+its row is not found), so a change of a note's access columns changes what they return
+at once. The migration itself:
 `test_migrations.test_0009_fills_the_terms_mirror_and_downgrades`.
 """
 
@@ -135,4 +136,13 @@ def test_bm25_follows_a_notes_access_columns_through_the_mirror(
         assert biscuit not in bm25_found()  # expired
     finally:
         update_note(biscuit, expires_at=None)
+    assert biscuit in bm25_found()
+    # The routes read the mirror, not notes: without its row the note is not found.
+    with session_scope() as session:
+        session.execute(text("DELETE FROM note_terms WHERE note_id = :id"), {"id": biscuit})
+    try:
+        assert biscuit not in bm25_found()
+    finally:
+        update_note(biscuit, status="archived")  # the trigger writes the row again
+        update_note(biscuit, status="active")
     assert biscuit in bm25_found()
