@@ -2,7 +2,8 @@
 
 Why: a search's routes are independent statements, each CPU in one PostgreSQL backend,
 and a request waits on one at a time while the machine's other core idles; the dense
-route (after the query's embedding) can run beside the lexical routes.
+route (after the query's embedding) and the window BM25 route can run beside BM25
+(`memory.retrieval.candidates`).
 
 Invariants: a request never waits for a second connection, so no request holds one
 connection while queueing for another: a slot is taken without blocking (at most

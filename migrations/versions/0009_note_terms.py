@@ -8,8 +8,9 @@ The BM25 routes score up to 2,000 candidate notes per query from their term vect
 checked the access rules on the same rows: per candidate a heap row of notes, ~2.5 kB
 wide (the write path's texts, both term vectors and ~30 other columns; 2.5 GB for a
 million notes, 3 rows a page). On the latency benchmark's data the first run of a
-question's BM25 took 2-3 times its second (p95 26 against ~10 ms), the difference being
-those pages. A narrow copy of the terms alone (646 MB for the same notes) halved
+question's BM25 took 2-3 times its second (27.8 against 9.8 ms for the slowest; first
+runs p95 26.0 ms, repeats p90 9.4), most likely those pages read from outside
+PostgreSQL's buffers. A narrow copy of the terms alone (646 MB for the same notes) halved
 the cold p95 of both routes in a prototype (own 26.0 -> 14.8 ms, window 23.0 -> 13.7).
 
 - `note_terms`: for each searchable note (active or archived, current) its tenant, user,
