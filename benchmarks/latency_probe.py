@@ -29,7 +29,6 @@ from memory.db import get_engine, session_scope
 from memory.notes.service import readable_note_sources
 from memory.retrieval import bm25 as b
 from memory.retrieval import routes as r
-from memory.retrieval import rows as candidate_rows
 from memory.retrieval import service
 from memory.retrieval.scope import SearchFilters
 from memory.retrieval.service import search_notes
@@ -45,9 +44,9 @@ PIECES: tuple[tuple[Any, str], ...] = (
     (b, "bm25_route"),
     (r, "verbatim_route"),
     (r, "linked_route"),
-    (r, "adjacent_turns"),
-    (candidate_rows, "load_candidates"),
-    (candidate_rows, "pool_vectors"),
+    # Patched where the read path looks them up (service imports them by name).
+    (service, "load_candidates"),
+    (service, "pool_vectors"),
     (service, "_score"),
     (service, "_select"),
     (service, "_smooth_by_neighbours"),
@@ -154,7 +153,6 @@ def _label(statement: str) -> str:
         ("FROM links", "links"),
         ("note_sources", "sources"),
         ("FROM agents", "agent"),
-        ("WITH seeds", "adjacent_turns"),
         ("notes.id = ANY", "load_notes"),
     )
     return next((label for needle, label in checks if needle in statement), "other")

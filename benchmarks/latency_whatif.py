@@ -58,8 +58,10 @@ def _overlap(a: dict, b: dict) -> float:
     return len(set(a) & set(b)) / max(len(a), 1)
 
 
-def _load_variants(session: Session, ids: list[Any], out: dict[str, list[float]]) -> None:
-    ms, _ = _ms(lambda: load_candidates(session, ids))
+def _load_variants(
+    session: Session, scope: r.ReadScope, ids: list[Any], out: dict[str, list[float]]
+) -> None:
+    ms, _ = _ms(lambda: load_candidates(session, scope, ids))
     out["load_notes (product: whole rows)"].append(ms)
     session.expunge_all()
 
@@ -143,7 +145,7 @@ def what_if(user_id: str, queries: list[str]) -> dict[str, dict[str, float]]:
             found = run_routes(session, scope, query, vector, SearchOptions())
             ids = list({i for scores in found.values() for i in scores})
             out["candidates loaded"].append(len(ids))
-            _load_variants(session, ids, out)
+            _load_variants(session, scope, ids, out)
             terms = b.load_query_terms(session, viewer, analyse(query))
             _bm25_variants(session, user_id, scope, terms, out)
             _dense_variants(session, scope, vector, out)

@@ -20,17 +20,14 @@ from sqlalchemy import (
     ColumnElement,
     Integer,
     String,
-    and_,
     bindparam,
     case,
     cast,
     literal_column,
     or_,
     select,
-    true,
-    union_all,
 )
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import Session
 
 from memory.access.policy import Viewer
 from memory.db import CompiledStatement, graph_scan_cap
@@ -48,8 +45,6 @@ from memory.types import id_in_param
 
 __all__ = ["ReadScope", "SearchFilters"]
 
-# One alias for every statement: aliasing notes builds a proxy of each of its ~50 columns.
-_NEIGHBOUR = aliased(Note, name="neighbour")
 # The dense route's first look: this many times its limit of the partition's nearest
 # vectors (the access rules drop ~15 % of a typical agent's candidates).
 DENSE_POOL_FACTOR = 2
@@ -255,50 +250,4 @@ def _linked_statement(shape: ScopeShape, limit: int) -> CompiledStatement:
         .join(Note, Note.id == Link.target_id)
         .where(id_in_param(Link.source_id, "ids"), Link.kind.in_(kinds), scope_conditions(shape))
         .limit(limit * 4)
-    )
-
-
-def adjacent_turns(
-    session: Session, scope: ReadScope, note_ids: list[uuid.UUID]
-) -> dict[uuid.UUID, list[uuid.UUID]]:
-    """For each note, the visible notes of the previous and next turn of its session."""
-    if not note_ids:
-        return {}
-    adjacent: dict[uuid.UUID, list[uuid.UUID]] = {}
-    rows = _adjacent_statement(scope.shape).rows(session, {**scope.params, "ids": note_ids})
-    for seed_id, neighbour_id in rows:
-        adjacent.setdefault(seed_id, []).append(neighbour_id)
-    return adjacent
-
-
-@shape_cached
-def _adjacent_statement(shape: ScopeShape) -> CompiledStatement:
-    seeds = (
-        select(Note.id, Note.session_id, Note.turn_seq)
-        .where(id_in_param(Note.id, "ids"), Note.turn_seq.is_not(None))
-        .cte("seeds")
-    )
-    neighbour = _NEIGHBOUR
-    same_session = and_(
-        scope_conditions(shape, neighbour), neighbour.session_id == seeds.c.session_id
-    )
-    before = (
-        select(neighbour.id.label("nid"))
-        .where(same_session, neighbour.turn_seq < seeds.c.turn_seq)
-        .order_by(neighbour.turn_seq.desc())
-        .limit(1)
-        .lateral("before")
-    )
-    after = (
-        select(neighbour.id.label("nid"))
-        .where(same_session, neighbour.turn_seq > seeds.c.turn_seq)
-        .order_by(neighbour.turn_seq)
-        .limit(1)
-        .lateral("after")
-    )
-    return CompiledStatement(
-        union_all(
-            select(seeds.c.id, before.c.nid).select_from(seeds.join(before, true())),
-            select(seeds.c.id, after.c.nid).select_from(seeds.join(after, true())),
-        )
     )

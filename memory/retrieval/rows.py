@@ -1,8 +1,10 @@
-"""The candidates' rows (for scoring) and vectors (for MMR), read by primary key.
+"""The candidates' rows (for scoring) with their seeds' adjacent turns, and vectors (for
+MMR), read by primary key.
 
 Invariants: only the ids given are read, and they come from routes that applied the
-access rules; vectors come from the viewer's partition of `note_vectors`, so another
-user's note never yields one.
+access rules; an adjacent turn is one the viewer may see (the access rules and filters
+apply to it in SQL); vectors come from the viewer's partition of `note_vectors`, so
+another user's note never yields one.
 
 (Reading every candidate's row and vector aside, while fusion and neighbour smoothing
 ran, was measured and dropped: 1.4 ms slower on average in process, the second
@@ -14,16 +16,17 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from functools import cache
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from sqlalchemy import String, bindparam, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from memory.access.policy import Viewer
 from memory.db import CompiledStatement
 from memory.notes.models import Note, NoteVector
 from memory.notes.vectors import binary_vector, parse_vector
+from memory.retrieval.scope import ReadScope, ScopeShape, scope_conditions, shape_cached
 from memory.types import id_in_param
 
 
@@ -52,16 +55,63 @@ CANDIDATE_COLUMNS = tuple(getattr(Note, name) for name in ScoredNote.__annotatio
 Vectors = dict[uuid.UUID, np.ndarray]
 
 
-def load_candidates(session: Session, note_ids: list[uuid.UUID]) -> dict[uuid.UUID, ScoredNote]:
+Adjacent = dict[uuid.UUID, list[uuid.UUID]]
+
+
+def load_candidates(
+    session: Session,
+    scope: ReadScope,
+    note_ids: list[uuid.UUID],
+    seed_ids: list[uuid.UUID] | None = None,
+) -> tuple[dict[uuid.UUID, ScoredNote], Adjacent]:
+    """The rows of `note_ids`, and for each of `seed_ids` (a subset) the visible notes of
+    the previous and the next turn of its session (the nearest turn_seq on either side).
+
+    One statement: the seeds' adjacent turns used to be a statement of their own, which
+    looked each seed up by primary key again (4.1 ms of a 100k search's serial stretch,
+    benchmarks/README.md, session 15)."""
     if not note_ids:
-        return {}
-    rows = _candidates_statement().rows(session, {"ids": note_ids})
-    return {row.id: row for row in rows}
+        return {}, {}
+    params = {**scope.params, "ids": note_ids, "seed_ids": seed_ids or []}
+    rows = _candidates_statement(scope.shape).rows(session, params)
+    adjacent: Adjacent = {}
+    for row in rows:
+        found = [i for i in (row.before_id, row.after_id) if i is not None]
+        if found:
+            adjacent[row.id] = found
+    return {row.id: row for row in rows}, adjacent
 
 
-@cache
-def _candidates_statement() -> CompiledStatement:
-    return CompiledStatement(select(*CANDIDATE_COLUMNS).where(id_in_param(Note.id, "ids")))
+@shape_cached
+def _candidates_statement(shape: ScopeShape) -> CompiledStatement:
+    return CompiledStatement(
+        select(
+            *CANDIDATE_COLUMNS,
+            _adjacent_turn(shape, before=True).label("before_id"),
+            _adjacent_turn(shape, before=False).label("after_id"),
+        ).where(id_in_param(Note.id, "ids"))
+    )
+
+
+def _adjacent_turn(shape: ScopeShape, *, before: bool) -> Any:
+    """The id of the visible note of the nearest turn before (after) the candidate's in its
+    session, for seeds only: for any other candidate the condition on `seed_ids` fails
+    before the index is read (PostgreSQL tests it once per row, as a one-time filter)."""
+    neighbour = aliased(Note, name="before" if before else "after")
+    nearer = neighbour.turn_seq < Note.turn_seq if before else neighbour.turn_seq > Note.turn_seq
+    order = neighbour.turn_seq.desc() if before else neighbour.turn_seq
+    return (
+        select(neighbour.id)
+        .where(
+            id_in_param(Note.id, "seed_ids"),
+            scope_conditions(shape, neighbour),
+            neighbour.session_id == Note.session_id,
+            nearer,
+        )
+        .order_by(order)
+        .limit(1)
+        .scalar_subquery()
+    )
 
 
 def pool_vectors(session: Session, viewer: Viewer, note_ids: list[uuid.UUID]) -> Vectors:

@@ -124,20 +124,17 @@ def search_notes(
             fused.get(note_id, min(fused.values(), default=0.0)) + VERBATIM_BOOST * matched
         )
     relevance = to_relevance(fused) if fused else {}
-    if "neighbours" in options.routes and relevance and _allows(options, "neighbours"):
-        relevance = _smooth_by_neighbours(session, scope, relevance, options.neighbour_weight)
+    smooth = "neighbours" in options.routes and _allows(options, "neighbours")
+    # Smoothing only raises the seeds, already the best, so the notes worth scoring are
+    # known before it: one statement reads their rows and the seeds' adjacent turns.
+    best = _best(relevance, SCORED_CANDIDATES)
+    seeds = _best(relevance, NEIGHBOUR_SEEDS) if smooth else []
+    notes, adjacent = load_candidates(session, scope, best, seeds)
+    if smooth and relevance:
+        relevance = _smooth_by_neighbours(relevance, adjacent, options.neighbour_weight)
     links: dict[uuid.UUID, tuple[float, uuid.UUID]] = {}
     if "links" in options.routes and relevance and _allows(options, "links"):
-        seeds = dict(sorted(relevance.items(), key=lambda kv: -kv[1])[:LINK_SEEDS])
-        links = r.linked_route(session, scope, seeds, limit=ROUTE_LIMIT)
-        for note_id in links:
-            relevance.setdefault(note_id, 0.0)
-
-    def promise(note_id: uuid.UUID) -> float:
-        return relevance[note_id] + options.link_weight * links.get(note_id, (0.0, note_id))[0]
-
-    best = sorted(relevance, key=promise, reverse=True)[:SCORED_CANDIDATES]
-    notes = load_candidates(session, best)
+        notes = _with_links(session, scope, relevance, links, notes, options.link_weight)
     passed, below = _score(notes, relevance, found, links, query, now, settings, options)
     chosen = _select(session, viewer, passed, top_k, options)
     if filters.narrows and len(chosen) < top_k:
@@ -163,20 +160,47 @@ def _allows(options: SearchOptions, step: str) -> bool:
     return options.deadline is None or options.deadline.allows(step)
 
 
-def _smooth_by_neighbours(
+def _best(relevance: dict[uuid.UUID, float], count: int) -> list[uuid.UUID]:
+    """The `count` most relevant ids; ties keep the routes' order (a stable sort)."""
+    return sorted(relevance, key=lambda note_id: -relevance[note_id])[:count]
+
+
+def _with_links(
     session: Session,
     scope: r.ReadScope,
     relevance: dict[uuid.UUID, float],
+    links: dict[uuid.UUID, tuple[float, uuid.UUID]],
+    notes: dict[uuid.UUID, ScoredNote],
+    link_weight: float,
+) -> dict[uuid.UUID, ScoredNote]:
+    """One hop of links from the best notes (fills `links`, adds the linked notes to
+    `relevance` at 0): the notes worth scoring, ranked by relevance plus link spread."""
+    seeds = dict(sorted(relevance.items(), key=lambda kv: -kv[1])[:LINK_SEEDS])
+    links.update(r.linked_route(session, scope, seeds, limit=ROUTE_LIMIT))
+    for note_id in links:
+        relevance.setdefault(note_id, 0.0)
+
+    def promise(note_id: uuid.UUID) -> float:
+        return relevance[note_id] + link_weight * links.get(note_id, (0.0, note_id))[0]
+
+    best = sorted(relevance, key=promise, reverse=True)[:SCORED_CANDIDATES]
+    missing = [note_id for note_id in best if note_id not in notes]
+    notes = {**notes, **load_candidates(session, scope, missing)[0]}
+    return {note_id: notes[note_id] for note_id in best if note_id in notes}
+
+
+def _smooth_by_neighbours(
+    relevance: dict[uuid.UUID, float],
+    adjacent: dict[uuid.UUID, list[uuid.UUID]],
     weight: float,
 ) -> dict[uuid.UUID, float]:
-    """rel'(d) = rel(d) + weight · max rel(adjacent turn of d), renormalised to [0, 1].
+    """rel'(d) = rel(d) + weight · max rel(adjacent turn of d), renormalised to [0, 1];
+    `adjacent` holds the seeds' adjacent turns (`rows.load_candidates`).
 
     An answer often sits in the turn after the one that matches the question's words;
     adding the neighbour's evidence to the note's own score beats returning neighbours
-    as extra results (retrieval-notes.md).
+    as extra results (retrieval-notes.md). Only seeds rise, and no note falls.
     """
-    seeds = sorted(relevance, key=lambda note_id: -relevance[note_id])[:NEIGHBOUR_SEEDS]
-    adjacent = r.adjacent_turns(session, scope, seeds)
     smoothed = {
         note_id: rel
         + weight * max((relevance.get(n, 0.0) for n in adjacent.get(note_id, [])), default=0.0)
