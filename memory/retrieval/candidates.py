@@ -107,16 +107,23 @@ class _RouteRun:
     text_form: str | None = None
     pending: dict[str, Future[dict[uuid.UUID, float]]] = field(default_factory=dict)
     attempted: set[str] = field(default_factory=set)
+    # Window cosines looked up so far (`windowed`: the ids asked, with a window or not);
+    # those of the dense route's candidates are looked up aside, after it (`_dense_aside`).
+    windows: dict[uuid.UUID, float] = field(default_factory=dict)
+    windowed: set[uuid.UUID] = field(default_factory=set)
+    aside_windows: dict[uuid.UUID, float] = field(default_factory=dict)
+    aside_windowed: list[uuid.UUID] = field(default_factory=list)
 
     def run_all(self) -> dict[str, dict[uuid.UUID, float]]:
         if self.vector is not None:
-            self._start("dense", self._dense)
+            self._start("dense", self._dense_aside)
         if self._runs_aside("bm25_window") and _window_bounded(self._load_terms()):
             self._start("bm25_window", partial(self._bm25, True))
         self._run("bm25")
         self._run("verbatim")
         if _window_bounded(self.terms):
             self._run("bm25_window")  # it selects its own candidates: no need for dense's
+        self._windows_while_dense_runs()
         for name in ("dense", "bm25_window", "dense_window"):
             self._run(name)
         return {name: self.found[name] for name in ANSWER_ORDER if name in self.found}
@@ -147,7 +154,26 @@ class _RouteRun:
         # dense_window: scores the notes the other routes found; searching window vectors
         # through their own HNSW graph ranked worse on LoCoMo (R@10 .797 against .804).
         ids = self._found_so_far()
-        return r.window_similarity(self.session, self.scope.viewer, ids, self._query_vector())
+        if "dense" in self.pending and "dense" in self.found:  # joined: its look-up is done
+            self.windows.update(self.aside_windows)
+            self.windowed.update(self.aside_windowed)
+        self._look_up_windows(ids)
+        return {note_id: self.windows[note_id] for note_id in ids if note_id in self.windows}
+
+    def _windows_while_dense_runs(self) -> None:
+        """The lexical candidates' window cosines, while the request would otherwise wait
+        for the dense route aside (the query's embedding, then the graph)."""
+        deadline = self.options.deadline
+        in_time = deadline is None or time.monotonic() < deadline.at
+        if in_time and "dense" in self.pending and "dense_window" in self.options.routes:
+            self._look_up_windows(self._found_so_far())
+
+    def _look_up_windows(self, ids: list[uuid.UUID]) -> None:
+        missing = [note_id for note_id in ids if note_id not in self.windowed]
+        if missing:
+            viewer, vector = self.scope.viewer, self._query_vector()
+            self.windows.update(r.window_similarity(self.session, viewer, missing, vector))
+            self.windowed.update(missing)
 
     def _runs_aside(self, name: str) -> bool:
         return self.aside is not None and name in self.options.routes
@@ -169,6 +195,18 @@ class _RouteRun:
     def _dense(self, on: Session) -> dict[uuid.UUID, float]:
         vector, cap = self._query_vector(), self.options.scan_tuples
         return r.dense_route(on, self.scope, vector, limit=ROUTE_LIMIT, scan_tuples=cap)
+
+    def _dense_aside(self, on: Session) -> dict[uuid.UUID, float]:
+        """The dense route, then (in the same transaction) its candidates' window cosines,
+        read by the request once it has joined this work."""
+        scores = self._dense(on)
+        if "dense_window" in self.options.routes:
+            # Those the request has looked up meanwhile are not asked again.
+            asked = [note_id for note_id in scores if note_id not in self.windowed]
+            viewer, vector = self.scope.viewer, self._query_vector()
+            self.aside_windows = r.window_similarity(on, viewer, asked, vector)
+            self.aside_windowed = asked
+        return scores
 
     def _found_so_far(self) -> list[uuid.UUID]:
         return list(dict.fromkeys(i for scores in self.found.values() for i in scores))

@@ -186,3 +186,46 @@ def test_search_runs_the_dense_route_aside(
     assert response.status_code == 200, response.text
     assert any("Ana" in r["content"] for r in response.json()["results"])
     assert [c["thread"][:5] for c in dense_calls] == ["aside"], dense_calls
+
+
+def test_window_cosines_are_looked_up_once_each_part_beside_the_dense_route(
+    memory_user: tuple,  # noqa: F811 - the imported fixture
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With the dense route aside, its candidates' window cosines are read in its
+    transaction and the lexical candidates' in the request's while it runs, and the
+    window route scores what it scores inline."""
+    from memory.access.policy import Viewer
+    from memory.clients.embedder import embed_query
+    from memory.config import get_settings
+    from memory.retrieval import routes
+    from memory.retrieval.candidates import SearchOptions, run_routes
+    from memory.retrieval.scope import ReadScope
+
+    user, _, tenant = memory_user
+    calls: list[tuple[str, list[Any]]] = []
+    similarity = routes.window_similarity
+
+    def recorded(session: Any, viewer: Any, ids: list[Any], vector: str) -> dict:
+        calls.append((threading.current_thread().name, list(ids)))
+        return similarity(session, viewer, ids, vector)
+
+    monkeypatch.setattr(routes, "window_similarity", recorded)
+    scope = ReadScope(Viewer(tenant_id=tenant, user_id=user, agent_id="helper"))
+    vector = embed_query(QUERY, get_settings())
+    options = SearchOptions(routes=("bm25", "dense", "dense_window"))
+    with session_scope(custom_plans=True) as session:
+        inline = run_routes(session, scope, QUERY, vector, options)
+    assert [thread for thread, _ in calls] == [threading.current_thread().name]
+    calls.clear()
+    with session_scope(custom_plans=True) as session:
+        beside = run_routes(session, scope, QUERY, vector, options, aside=_aside)
+    threads = {thread.split("_")[0] for thread, _ in calls}
+    assert len(calls) >= 2 and {"aside", threading.current_thread().name} <= threads, calls
+    aside_ids = next(ids for thread, ids in calls if thread.startswith("aside"))
+    assert set(aside_ids) <= set(beside["dense"])
+    looked_up = {note_id for _, ids in calls for note_id in ids}
+    assert looked_up == set(beside["bm25"]) | set(beside["dense"])
+    assert beside["dense_window"].keys() == inline["dense_window"].keys()
+    for note_id, cosine in inline["dense_window"].items():
+        assert beside["dense_window"][note_id] == pytest.approx(cosine)
