@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import time
 import uuid
 from collections.abc import Iterator
@@ -69,6 +70,12 @@ class ContextIn(Strict):
     dry_run: bool = False
 
 
+def _json_number(value: float) -> float | None:
+    """A score JSON can carry: a note with no recorded access has base level -inf (it fails
+    every threshold, and a filtered search may still list it below), sent as null."""
+    return round(value, 4) if math.isfinite(value) else None
+
+
 def _result(hit: SearchHit, sources: list[dict[str, Any]]) -> dict[str, Any]:
     note = hit.note
     return {
@@ -80,7 +87,7 @@ def _result(hit: SearchHit, sources: list[dict[str, Any]]) -> dict[str, Any]:
         "speaker": note.speaker,
         "agent_id": note.agent_id,
         "occurred_at": note.occurred_at.isoformat(),
-        "score": round(hit.score, 4),
+        "score": _json_number(hit.score),
         "sources": [
             {
                 "episode_id": str(s["episode_id"]),
