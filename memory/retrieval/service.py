@@ -124,13 +124,13 @@ def search_notes(
             fused.get(note_id, min(fused.values(), default=0.0)) + VERBATIM_BOOST * matched
         )
     relevance = to_relevance(fused) if fused else {}
-    smooth = "neighbours" in options.routes and _allows(options, "neighbours")
+    smooth = bool(relevance) and "neighbours" in options.routes and _allows(options, "neighbours")
     # Smoothing only raises the seeds, already the best, so the notes worth scoring are
     # known before it: one statement reads their rows and the seeds' adjacent turns.
     best = _best(relevance, SCORED_CANDIDATES)
     seeds = _best(relevance, NEIGHBOUR_SEEDS) if smooth else []
     notes, adjacent = load_candidates(session, scope, best, seeds)
-    if smooth and relevance:
+    if smooth:
         relevance = _smooth_by_neighbours(relevance, adjacent, options.neighbour_weight)
     links: dict[uuid.UUID, tuple[float, uuid.UUID]] = {}
     if "links" in options.routes and relevance and _allows(options, "links"):

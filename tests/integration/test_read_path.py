@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 
 from memory.db import session_scope
 from memory.notes.models import Note
@@ -303,7 +304,6 @@ def test_mmr_pool_vectors_are_the_notes_vectors_of_the_viewer_only(memory_user: 
     """The MMR pool reads vectors from the viewer's partition of note_vectors (inline):
     they equal the notes' own embeddings, and another user's note ids get none."""
     import numpy as np
-    from sqlalchemy import select
 
     from memory.access.policy import Viewer
     from memory.retrieval.rows import pool_vectors
@@ -345,3 +345,52 @@ def test_search_weighs_a_notes_length_and_context_does_not(
     assert block["memories"] and all(
         m["explanation"]["length_prior"] == 0.0 for m in block["memories"]
     )
+
+
+def test_link_expansion_scores_a_linked_note_no_route_found(
+    memory_user: tuple, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the links route on, a note one hop from the best candidates joins the scored
+    ones although no route found it (its row read after the candidates'), with its
+    spread in the explanation."""
+    from memory.access.policy import Viewer
+    from memory.clients.embedder import embed_query
+    from memory.config import get_settings
+    from memory.retrieval import routes
+    from memory.retrieval.candidates import SearchOptions
+    from memory.retrieval.service import search_notes
+
+    user, _, tenant = memory_user
+    query = "Where does my sister Ana live?"
+    with session_scope() as session:
+        linked_id = session.scalar(
+            select(Note.id).where(Note.user_id == user, Note.content.contains("penicillin"))
+        )
+    assert linked_id is not None
+    seeds: list[dict] = []
+
+    def linked_route(_session: object, _scope: object, from_seeds: dict, **_: object) -> dict:
+        seeds.append(from_seeds)
+        return {linked_id: (1.0, next(iter(from_seeds)))}
+
+    monkeypatch.setattr(routes, "linked_route", linked_route)
+
+    def search(*names: str) -> dict:
+        with session_scope() as session:
+            hits = search_notes(
+                session=session,
+                viewer=Viewer(tenant_id=tenant, user_id=user, agent_id="helper"),
+                query=query,
+                vector=embed_query(query, get_settings()),
+                top_k=10,
+                settings=get_settings(),
+                options=SearchOptions(routes=names, mmr=False),
+            )
+        return {hit.note.id: hit for hit in hits}
+
+    assert linked_id not in search("bm25")  # BM25 alone does not find it
+    hits = search("bm25", "links")
+    assert seeds and linked_id not in seeds[0]
+    hit = hits[linked_id]
+    assert "penicillin" in hit.note.content
+    assert hit.routes == {"links": 1} and hit.link_spread > 0
