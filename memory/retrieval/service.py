@@ -61,7 +61,7 @@ class SearchHit:
         return {
             "routes": self.routes,
             "relevance": round(self.relevance, 4),
-            "base_level": _finite(a.base_level) if a else None,
+            "base_level": json_number(a.base_level) if a else None,
             "spreading": round(a.spreading, 4) if a else None,
             "noise": round(a.noise, 4) if a else 0.0,
             "retention": round(a.retention, 4) if a else None,
@@ -72,7 +72,8 @@ class SearchHit:
         }
 
 
-def _finite(value: float) -> float | None:
+def json_number(value: float) -> float | None:
+    """`value` rounded for an answer, or None where JSON has no number (±inf, NaN)."""
     return round(value, 4) if np.isfinite(value) else None
 
 
@@ -134,7 +135,7 @@ def search_notes(
         relevance = _smooth_by_neighbours(relevance, adjacent, options.neighbour_weight)
     links: dict[uuid.UUID, tuple[float, uuid.UUID]] = {}
     if "links" in options.routes and relevance and _allows(options, "links"):
-        notes = _with_links(session, scope, relevance, links, notes, options.link_weight)
+        links, notes = _with_links(session, scope, relevance, notes, options.link_weight)
     passed, below = _score(notes, relevance, found, links, query, now, settings, options)
     chosen = _select(session, viewer, passed, top_k, options)
     if filters.narrows and len(chosen) < top_k:
@@ -169,14 +170,13 @@ def _with_links(
     session: Session,
     scope: r.ReadScope,
     relevance: dict[uuid.UUID, float],
-    links: dict[uuid.UUID, tuple[float, uuid.UUID]],
     notes: dict[uuid.UUID, ScoredNote],
     link_weight: float,
-) -> dict[uuid.UUID, ScoredNote]:
-    """One hop of links from the best notes (fills `links`, adds the linked notes to
-    `relevance` at 0): the notes worth scoring, ranked by relevance plus link spread."""
+) -> tuple[dict[uuid.UUID, tuple[float, uuid.UUID]], dict[uuid.UUID, ScoredNote]]:
+    """One hop of links from the best notes, and the notes worth scoring, ranked by
+    relevance plus link spread (the linked notes join `relevance` at 0)."""
     seeds = dict(sorted(relevance.items(), key=lambda kv: -kv[1])[:LINK_SEEDS])
-    links.update(r.linked_route(session, scope, seeds, limit=ROUTE_LIMIT))
+    links = r.linked_route(session, scope, seeds, limit=ROUTE_LIMIT)
     for note_id in links:
         relevance.setdefault(note_id, 0.0)
 
@@ -186,7 +186,7 @@ def _with_links(
     best = sorted(relevance, key=promise, reverse=True)[:SCORED_CANDIDATES]
     missing = [note_id for note_id in best if note_id not in notes]
     notes = {**notes, **load_candidates(session, scope, missing)[0]}
-    return {note_id: notes[note_id] for note_id in best if note_id in notes}
+    return links, {note_id: notes[note_id] for note_id in best if note_id in notes}
 
 
 def _smooth_by_neighbours(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import time
 import uuid
 from collections.abc import Iterator
@@ -31,7 +30,7 @@ from memory.notes.service import readable_note_sources
 from memory.retrieval.budget import Deadline
 from memory.retrieval.context import build_context
 from memory.retrieval.routes import SearchFilters
-from memory.retrieval.service import SearchHit, SearchOptions, search_notes
+from memory.retrieval.service import SearchHit, SearchOptions, json_number, search_notes
 from memory.types import utcnow
 
 router = APIRouter(tags=["read"])
@@ -70,12 +69,6 @@ class ContextIn(Strict):
     dry_run: bool = False
 
 
-def _json_number(value: float) -> float | None:
-    """A score JSON can carry: a note with no recorded access has base level -inf (it fails
-    every threshold, and a filtered search may still list it below), sent as null."""
-    return round(value, 4) if math.isfinite(value) else None
-
-
 def _result(hit: SearchHit, sources: list[dict[str, Any]]) -> dict[str, Any]:
     note = hit.note
     return {
@@ -87,7 +80,9 @@ def _result(hit: SearchHit, sources: list[dict[str, Any]]) -> dict[str, Any]:
         "speaker": note.speaker,
         "agent_id": note.agent_id,
         "occurred_at": note.occurred_at.isoformat(),
-        "score": _json_number(hit.score),
+        # A note with no recorded access has base level -inf (it fails every threshold; a
+        # filtered search may still list it below): its score is sent as null.
+        "score": json_number(hit.score),
         "sources": [
             {
                 "episode_id": str(s["episode_id"]),
@@ -194,6 +189,7 @@ def _enqueue_accesses(note_ids: list[str], at: str) -> None:
 # The read path's answers are JSON-ready (strings, numbers, lists, dicts), so they are
 # encoded as they are: FastAPI's validation and jsonable_encoder of a returned dict cost
 # 0.65 ms per search and 1.4 ms per context of 40 memories (benchmarks/README.md, s15).
+# FastAPI attaches the request's background tasks (access recording) to the response.
 @router.post("/v1/search", response_class=JSONResponse)
 def search(body: SearchIn, principal: PrincipalDep, background: BackgroundTasks) -> JSONResponse:
     """The top_k memories the caller may see, each with its explanation."""
@@ -202,7 +198,7 @@ def search(body: SearchIn, principal: PrincipalDep, background: BackgroundTasks)
     if not body.dry_run:
         _record(background, [h.note.id for h in hits])
     took = round((time.perf_counter() - started) * 1000, 2)
-    return JSONResponse({"results": results, "took_ms": took}, background=background)
+    return JSONResponse({"results": results, "took_ms": took})
 
 
 @router.post("/v1/context", response_class=JSONResponse)
@@ -231,19 +227,11 @@ def context(body: ContextIn, principal: PrincipalDep, background: BackgroundTask
     if not body.dry_run:
         _record(background, [h.note.id for h in kept])
     # A read cut short by its budget is partial: what was ready, flagged as timed out.
-    return _context_reply(
-        block, memories, tokens, started, timed_out=deadline.partial, background=background
-    )
+    return _context_reply(block, memories, tokens, started, timed_out=deadline.partial)
 
 
 def _context_reply(
-    block: str,
-    memories: list[dict[str, Any]],
-    tokens: int,
-    started: float,
-    *,
-    timed_out: bool,
-    background: BackgroundTasks | None = None,
+    block: str, memories: list[dict[str, Any]], tokens: int, started: float, *, timed_out: bool
 ) -> JSONResponse:
     took = round((time.perf_counter() - started) * 1000, 2)
     content = {
@@ -253,4 +241,4 @@ def _context_reply(
         "took_ms": took,
         "timed_out": timed_out,
     }
-    return JSONResponse(content, background=background)
+    return JSONResponse(content)
