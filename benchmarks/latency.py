@@ -70,6 +70,13 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--queries", type=int, default=200, help="measured searches per size")
     p.add_argument("--measure-users", type=int, default=3, help="users queried per size")
+    p.add_argument(
+        "--warmup",
+        type=int,
+        default=10,
+        help="searches per measured user before measuring (texts never measured); "
+        "~150 fill a freshly started PostgreSQL's shared buffers with a 100k user's pages",
+    )
     p.add_argument("--index-memory", default="3GB", help="maintenance_work_mem for builds")
     p.add_argument("--load-only", action="store_true")
     p.add_argument(
@@ -193,20 +200,31 @@ def build_requests(
             profile = make_profile(user_id, size, args.seed)
             ident = {"user_id": user_id, "agent_id": "main"}
             label = _k(size)
-            for q in questions(profile, 10, prompts=False, salt="warm"):
-                warm.append(Sample(label, "search", user_id, q, {**ident, "query": q}))
+            mine: list[Sample] = []
             for q in questions(profile, per_user, prompts=False, salt="search"):
-                measured.append(Sample(label, "search", user_id, q, {**ident, "query": q}))
+                mine.append(Sample(label, "search", user_id, q, {**ident, "query": q}))
             for kind, budget in (("context", None), ("context_uncapped", 10_000)):
                 count = per_user if budget is None else max(1, per_user // 3)
                 for q in questions(profile, count, prompts=True, salt=kind):
                     body = {**ident, "prompt": q, "session_id": "bench"}
                     if budget:
                         body["timeout_ms"] = budget
-                    measured.append(Sample(label, kind, user_id, q, body))
-            measured += _filtered(label, profile, ident, max(1, per_user // 3), end)
+                    mine.append(Sample(label, kind, user_id, q, body))
+            mine += _filtered(label, profile, ident, max(1, per_user // 3), end)
+            for q in _warm_up_texts(profile, args.warmup, {s.text for s in mine}):
+                warm.append(Sample(label, "search", user_id, q, {**ident, "query": q}))
+            measured += mine
     random.Random(args.seed).shuffle(measured)
     return warm, measured
+
+
+def _warm_up_texts(profile: Any, count: int, measured: set[str]) -> list[str]:
+    """`count` warm-up questions, none of them a measured search's text (its query
+    embedding would be cached)."""
+    if count <= 0:
+        return []
+    texts = questions(profile, count + len(measured), prompts=False, salt="warm")
+    return [q for q in texts if q not in measured][:count]
 
 
 def filter_bodies(profile: Any, end: datetime) -> dict[str, dict[str, Any]]:
@@ -285,6 +303,7 @@ def measure(
     probes = _probe(plan, args, end)
     return {
         "samples": measured,
+        "warmup": len(warm),
         "embed_ms": embed_ms,
         "floor": floors,
         "probe": probes,

@@ -177,6 +177,7 @@ def report(results: dict[str, Any], progress: dict[str, Any], plan: dict[str, in
             f"{fmt(embed['p50'])} / {fmt(embed['p95'])}",
         )
     )
+    rows.append(Row("warm-up searches before measuring (all sizes)", str(results["warmup"])))
     load = results["load"]
     rows.append(
         Row(
@@ -200,6 +201,7 @@ def report(results: dict[str, Any], progress: dict[str, Any], plan: dict[str, in
         "embed_ms": embed,
         "probe": results["probe"],
         "load_average": load,
+        "warmup": results["warmup"],
         "data": progress,
         "sizes": results.get("sizes"),
         "markdown": markdown_table(rows),
