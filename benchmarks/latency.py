@@ -75,7 +75,7 @@ def parse_args() -> argparse.Namespace:
         type=int,
         default=10,
         help="searches per measured user before measuring (texts never measured); "
-        "~150 fill a freshly started PostgreSQL's shared buffers with a 100k user's pages",
+        "~150 bring a freshly started PostgreSQL near its steady state for a 100k user",
     )
     p.add_argument("--index-memory", default="3GB", help="maintenance_work_mem for builds")
     p.add_argument("--load-only", action="store_true")
@@ -219,7 +219,7 @@ def build_requests(
 
 
 def _warm_up_texts(profile: Any, count: int, measured: set[str]) -> list[str]:
-    """`count` warm-up questions, none of them a measured search's text (its query
+    """`count` warm-up questions, none of them a measured request's text (its query
     embedding would be cached)."""
     if count <= 0:
         return []
