@@ -78,12 +78,38 @@ def parse_args() -> argparse.Namespace:
         "~150 bring a freshly started PostgreSQL near its steady state for a 100k user",
     )
     p.add_argument("--index-memory", default="3GB", help="maintenance_work_mem for builds")
+    p.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra environment for the API, e.g. MUMA_RETRIEVAL__READ_AHEAD=false",
+    )
+    p.add_argument(
+        "--drop-caches",
+        action="store_true",
+        help="empty the OS page cache before PostgreSQL starts (root): a cold restart",
+    )
     p.add_argument("--load-only", action="store_true")
     p.add_argument(
         "--probe-only", action="store_true", help="only the in-process profile (no HTTP)"
     )
     p.add_argument("--json", type=Path)
-    return p.parse_args()
+    args = p.parse_args()
+    malformed = [item for item in args.env if "=" not in item or not item.split("=", 1)[0]]
+    if malformed:
+        p.error(f"--env wants KEY=VALUE, got {malformed[0]!r}")
+    return args
+
+
+def drop_page_cache() -> None:
+    """Write dirty pages out, then empty the OS page cache (Linux, root only)."""
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    except OSError as exc:
+        message = f"--drop-caches: cannot empty the page cache ({exc}); run as root"
+        raise SystemExit(message) from exc
 
 
 def user_plan(args: argparse.Namespace) -> dict[str, int]:
@@ -344,7 +370,11 @@ def main() -> None:
     args = parse_args()
     plan = user_plan(args)
     log(f"{len(plan)} users, {sum(plan.values()):,} notes; home {args.home}")
-    with BenchStack(env=BENCH_ENV, workers=0, beat=False, home=args.home, keep=True) as stack:
+    env = {**BENCH_ENV, **dict(item.split("=", 1) for item in args.env)}
+    if args.drop_caches:
+        drop_page_cache()
+        log("emptied the OS page cache")
+    with BenchStack(env=env, workers=0, beat=False, home=args.home, keep=True) as stack:
         started = time.perf_counter()
         progress = ensure_data(stack, plan, args)
         log(f"data ready in {time.perf_counter() - started:.0f}s")
@@ -358,6 +388,7 @@ def main() -> None:
             return
         results = measure(stack, plan, args, end)
         summary = report(results, progress, plan)
+        summary["run"] = {"env": args.env, "drop_caches": args.drop_caches}
     print(f"results: {write_results('latency', summary, args.json)}")
 
 

@@ -166,6 +166,13 @@ class RetrievalSettings(_Section):
     dedicated_graph_notes: int = Field(20000, ge=1)
     # How often the maintenance queue checks which users need one (builds are rare).
     dedicated_graph_interval_minutes: int = Field(60, ge=1)
+    # Read a user's search files ahead into the OS page cache on their first search and
+    # on the first after `read_ahead_idle_seconds` without one (`memory.retrieval.warm`):
+    # after a restart a 100k user's first searches halved their mean (session 16). Only
+    # where the server's data directory is this machine's (embedded by default).
+    read_ahead: bool = True
+    read_ahead_idle_seconds: int = Field(600, ge=0)
+    read_ahead_max_mb: int = Field(2048, ge=1)
 
 
 class PipelineSettings(_Section):

@@ -6,7 +6,6 @@ other tests' users do not count."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -22,11 +21,10 @@ from memory.notes.graphs import (
     update_user_graphs,
 )
 from memory.ops.migrations import upgrade_database
-from tests.support.helpers import BARE_NOTE, UNIT_VECTOR, insert_bare_note
+from tests.support.helpers import UNIT_VECTOR
+from tests.support.partitions import add_bare_notes, neighbours
 
 pytestmark = pytest.mark.integration
-
-PARTITIONS = 64
 
 
 @pytest.fixture()
@@ -39,40 +37,6 @@ def store(scratch_database: str) -> Iterator[Session]:
     engine.dispose()
 
 
-def _partition(session: Session, user: str) -> int:
-    for i in range(PARTITIONS):
-        found = session.execute(
-            text(
-                "SELECT satisfies_hash_partition('note_vectors'::regclass, :m, :i,"
-                " CAST('t' AS varchar), CAST(:u AS varchar))"
-            ),
-            {"m": PARTITIONS, "i": i, "u": user},
-        ).scalar_one()
-        if found:
-            return i
-    raise AssertionError("no partition")
-
-
-def _neighbours(session: Session) -> tuple[str, str, str]:
-    """Two users of tenant 't' hashed to one partition, and one alone in another."""
-    seen: dict[int, str] = {}
-    for n in range(1000):
-        user = f"u{n}"
-        part = _partition(session, user)
-        if part in seen:
-            alone = next(f"v{k}" for k in range(1000) if _partition(session, f"v{k}") != part)
-            return seen[part], user, alone
-        seen[part] = user
-    raise AssertionError("no two users share a partition")
-
-
-def _notes(session: Session, user: str, count: int) -> None:
-    for _ in range(count):
-        session.execute(
-            insert_bare_note(), {**BARE_NOTE, "id": uuid.uuid4(), "u": user, "v": UNIT_VECTOR}
-        )
-
-
 def _graphs(session: Session) -> dict[str, str]:
     named = "SELECT indexname, indexdef FROM pg_indexes WHERE indexname LIKE :prefix"
     rows = session.execute(text(named), {"prefix": "ix_note_vectors_user_%"})
@@ -82,10 +46,10 @@ def _graphs(session: Session) -> dict[str, str]:
 def test_a_large_user_sharing_its_partition_gets_a_graph_its_searches_use(
     store: Session,
 ) -> None:
-    large, small, alone = _neighbours(store)
-    _notes(store, large, 6)
-    _notes(store, small, 2)
-    _notes(store, alone, 6)
+    large, small, alone = neighbours(store)
+    add_bare_notes(store, large, 6)
+    add_bare_notes(store, small, 2)
+    add_bare_notes(store, alone, 6)
     plan = plan_user_graphs(session=store, min_notes=5)
     assert [g.user_id for g in plan.create] == [large] and not plan.drop
     apply_user_graphs(session=store, plan=plan)
@@ -118,9 +82,9 @@ def _dense_plan(session: Session, user: str) -> str:
 
 
 def test_graphs_no_longer_needed_or_invalid_are_dropped(store: Session) -> None:
-    large, small, _ = _neighbours(store)
-    _notes(store, large, 6)
-    _notes(store, small, 2)
+    large, small, _ = neighbours(store)
+    add_bare_notes(store, large, 6)
+    add_bare_notes(store, small, 2)
     apply_user_graphs(session=store, plan=plan_user_graphs(session=store, min_notes=5))
     name = graph_name("t", large)
     # An interrupted CONCURRENTLY build leaves the index invalid: built again.
@@ -142,9 +106,9 @@ def test_graphs_no_longer_needed_or_invalid_are_dropped(store: Session) -> None:
 
 
 def test_one_run_at_a_time(store: Session, scratch_database: str) -> None:
-    large, small, _ = _neighbours(store)
-    _notes(store, large, 6)
-    _notes(store, small, 2)
+    large, small, _ = neighbours(store)
+    add_bare_notes(store, large, 6)
+    add_bare_notes(store, small, 2)
     other = create_engine(scratch_database, isolation_level="AUTOCOMMIT")
     try:
         with other.connect() as holder:
@@ -163,9 +127,9 @@ def test_cli_plans_and_builds(store: Session, monkeypatch: pytest.MonkeyPatch) -
     from memory.config import reset_settings_cache
     from memory.db import dispose_engines
 
-    large, small, _ = _neighbours(store)
-    _notes(store, large, 6)
-    _notes(store, small, 2)
+    large, small, _ = neighbours(store)
+    add_bare_notes(store, large, 6)
+    add_bare_notes(store, small, 2)
     monkeypatch.setenv("MUMA_DATABASE_URL", str(store.get_bind().url.render_as_string(False)))
     reset_settings_cache()
     dispose_engines()

@@ -31,6 +31,7 @@ from memory.retrieval.budget import Deadline
 from memory.retrieval.context import build_context
 from memory.retrieval.routes import SearchFilters
 from memory.retrieval.service import SearchHit, SearchOptions, json_number, search_notes
+from memory.retrieval.warm import UserWarmer
 from memory.types import utcnow
 
 router = APIRouter(tags=["read"])
@@ -40,6 +41,8 @@ _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="context")
 _EMBED_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="embed")
 CONTEXT_POOL_SIZE = 40
 OPTIONAL_STEPS_SHARE = 0.5
+# Reads a user's search files ahead on their first search (`memory.retrieval.warm`).
+WARMER = UserWarmer(session_scope)
 
 
 class SearchIn(Strict):
@@ -122,6 +125,13 @@ def _search(
             agent_id=body.agent_id,
             scope=False,
         )
+        if settings.retrieval.read_ahead:
+            WARMER.note_search(
+                viewer.tenant_id,
+                viewer.user_id,
+                idle_seconds=settings.retrieval.read_ahead_idle_seconds,
+                max_bytes=settings.retrieval.read_ahead_max_mb << 20,
+            )
         hits = search_notes(
             session=session,
             viewer=viewer,

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from datetime import UTC, datetime
+
+import pytest
 
 from benchmarks.latency import build_requests
 
@@ -36,3 +39,15 @@ def test_the_warm_up_leaves_the_measured_requests_unchanged() -> None:
 def test_no_warm_up() -> None:
     warm, measured = build_requests(PLAN, _args(0), END)
     assert warm == [] and measured
+
+
+def test_extra_environment_is_key_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks.latency import parse_args
+
+    monkeypatch.setattr(sys, "argv", ["latency", "--env", "MUMA_X=1", "--env", "MUMA_Y=a=b"])
+    assert parse_args().env == ["MUMA_X=1", "MUMA_Y=a=b"]
+    for bad in ("MUMA_X", "=1"):
+        monkeypatch.setattr(sys, "argv", ["latency", "--env", bad])
+        with pytest.raises(SystemExit) as refused:
+            parse_args()
+        assert refused.value.code == 2

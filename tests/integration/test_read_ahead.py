@@ -1,0 +1,140 @@
+"""A user's search files read ahead (`memory.retrieval.warm`): the relations listed are
+the user's partitions and indexes with the dense route's graph first (the user's own
+graph instead of the shared one, never another user's), their files are the server's,
+the read-ahead keeps to its budget, and a search through the API starts it once per
+user and again after the idle time, not when switched off."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, text
+from sqlalchemy.orm import Session
+
+from memory.notes.graphs import apply_user_graphs, graph_name, plan_user_graphs
+from memory.retrieval.warm import (
+    RelationFile,
+    UserWarmer,
+    list_user_relations,
+    local_data_directory,
+    read_ahead,
+)
+from tests.integration.test_user_graphs import store  # noqa: F401 - the fixture
+from tests.support.partitions import add_bare_notes, neighbours, partition_of
+
+pytestmark = pytest.mark.integration
+
+
+def _names(relations: list[RelationFile]) -> list[str]:
+    return [r.name for r in relations]
+
+
+def test_a_user_reads_its_partitions_with_its_own_graph_first(store: Session) -> None:  # noqa: F811
+    large, small, _ = neighbours(store)
+    add_bare_notes(store, large, 6)
+    add_bare_notes(store, small, 2)
+    apply_user_graphs(session=store, plan=plan_user_graphs(session=store, min_notes=5))
+    part = f"{partition_of(store, large):02d}"
+    own = graph_name("t", large)
+
+    mine = list_user_relations(session=store, tenant_id="t", user_id=large)
+    names = _names(mine)
+    assert names[0] == own and mine[0].rank == 0
+    assert f"note_vectors_p{part}" in names and f"note_terms_p{part}" in names
+    shared_graphs = [r.name for r in mine if r.name != own and "embedding" in r.name]
+    assert shared_graphs == []  # the partition's graph, which its searches no longer walk
+    assert [r.rank for r in mine] == sorted(r.rank for r in mine)
+
+    theirs = _names(list_user_relations(session=store, tenant_id="t", user_id=small))
+    assert own not in theirs  # another user's graph is never read for this one
+    assert f"note_vectors_p{part}" in theirs
+    graph = theirs[0]
+    assert graph.startswith(f"note_vectors_p{part}") and "embedding" in graph
+
+    assert list_user_relations(session=store, tenant_id="t", user_id="nobody") == []
+
+
+def test_the_files_are_the_servers_own(store: Session) -> None:  # noqa: F811
+    user, _, _ = neighbours(store)
+    add_bare_notes(store, user, 3)
+    directory = local_data_directory(session=store)
+    served = store.execute(text("SELECT current_setting('data_directory')")).scalar_one()
+    assert directory is not None and directory == Path(served)
+    relations = list_user_relations(session=store, tenant_id="t", user_id=user)
+    assert relations and all((directory / r.path).is_file() for r in relations)
+    assert sum(r.size for r in relations) > 0
+    total = sum(r.size for r in relations)
+    assert read_ahead(directory, relations, max_bytes=total) == total
+    # The budget stops before the first relation that would exceed it, in order.
+    first = relations[0].size
+    assert read_ahead(directory, relations, max_bytes=first) == first
+    assert read_ahead(directory, relations, max_bytes=first - 1) == 0
+
+
+@pytest.fixture()
+def warmer(store: Session) -> Iterator[tuple[UserWarmer, list[float]]]:  # noqa: F811
+    """A warmer on the scratch database, with a clock the test moves."""
+    engine = create_engine(store.get_bind().url)
+    now = [0.0]
+
+    @contextlib.contextmanager
+    def open_session() -> Iterator[Session]:
+        with Session(engine) as session:
+            yield session
+
+    yield UserWarmer(open_session, clock=lambda: now[0]), now
+    engine.dispose()
+
+
+def test_read_ahead_once_per_user_and_again_after_idle(
+    store: Session,  # noqa: F811
+    warmer: tuple[UserWarmer, list[float]],
+) -> None:
+    user, other, _ = neighbours(store)
+    add_bare_notes(store, user, 3)
+    warm, clock = warmer
+    budget = {"idle_seconds": 600, "max_bytes": 1 << 30}
+    assert warm.note_search("t", user, **budget) is True
+    assert warm.wait_idle() and warm.read_aheads == 1 and warm.bytes_asked > 0
+    clock[0] = 599.0
+    assert warm.note_search("t", user, **budget) is False  # searched 599 s ago
+    clock[0] = 1198.0
+    assert warm.note_search("t", user, **budget) is False  # each search restarts the wait
+    assert warm.note_search("t", other, **budget) is True  # another user is new
+    clock[0] = 1798.0
+    assert warm.note_search("t", user, **budget) is True
+    assert warm.wait_idle() and warm.read_aheads == 3
+
+
+def test_a_search_through_the_api_starts_the_read_ahead(
+    api_client: TestClient, tokens: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory.api.routes.search import WARMER
+    from memory.config import reset_settings_cache
+
+    headers = {"Authorization": f"Bearer {tokens['agent']}"}
+
+    def search(user: str) -> None:
+        body = {"user_id": user, "agent_id": "main", "query": "anything"}
+        response = api_client.post("/v1/search", json=body, headers=headers)
+        assert response.status_code == 200, response.text
+
+    assert WARMER.wait_idle()
+    before = WARMER.read_aheads
+    first = f"u-{uuid.uuid4().hex[:8]}"
+    search(first)
+    search(first)
+    assert WARMER.wait_idle() and WARMER.read_aheads == before + 1
+    monkeypatch.setenv("MUMA_RETRIEVAL__READ_AHEAD", "false")
+    reset_settings_cache()
+    try:
+        search(f"u-{uuid.uuid4().hex[:8]}")
+        assert WARMER.wait_idle() and WARMER.read_aheads == before + 1
+    finally:
+        monkeypatch.undo()
+        reset_settings_cache()

@@ -1,0 +1,77 @@
+"""Read-ahead (`memory.retrieval.warm`) without a server: which directory counts as the
+server's, a relation's segment files, and a warmer that cannot read turning itself off."""
+
+from __future__ import annotations
+
+import contextlib
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.exc import DBAPIError
+
+from memory.retrieval.warm import SEGMENT_BYTES, RelationFile, UserWarmer, same_cluster
+
+SYSTEM_ID = 7_345_123_456_789_012_345
+
+
+def _cluster(tmp_path: Path, system_identifier: int) -> Path:
+    (tmp_path / "global").mkdir()
+    control = struct.pack("=Q", system_identifier) + b"\0" * 8184
+    (tmp_path / "global" / "pg_control").write_bytes(control)
+    return tmp_path
+
+
+def test_only_the_cluster_with_the_servers_identifier_is_its_own(tmp_path: Path) -> None:
+    directory = _cluster(tmp_path, SYSTEM_ID)
+    assert same_cluster(directory, SYSTEM_ID)
+    assert not same_cluster(directory, SYSTEM_ID + 1)  # another cluster at the same path
+    assert not same_cluster(tmp_path / "elsewhere", SYSTEM_ID)  # not on this machine
+
+
+def test_a_relation_over_1gb_has_a_file_per_segment(tmp_path: Path) -> None:
+    from memory.retrieval.warm import segment_paths
+
+    def files(size: int) -> list[str]:
+        relation = RelationFile("r", "base/5/1234", size, 2)
+        return [str(p.relative_to(tmp_path)) for p in segment_paths(tmp_path, relation)]
+
+    assert files(0) == ["base/5/1234"]
+    assert files(SEGMENT_BYTES) == ["base/5/1234"]
+    assert files(SEGMENT_BYTES * 2 + 1) == ["base/5/1234", "base/5/1234.1", "base/5/1234.2"]
+
+
+class _NoPrivilege:
+    """A session whose server refuses to tell its data directory."""
+
+    calls = 0
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        _NoPrivilege.calls += 1
+        raise DBAPIError("SELECT current_setting('data_directory')", {}, Exception("denied"))
+
+
+def test_a_warmer_that_cannot_read_the_files_turns_itself_off() -> None:
+    @contextlib.contextmanager
+    def open_session() -> Iterator[Any]:
+        yield _NoPrivilege()
+
+    warmer = UserWarmer(open_session)
+    budget = {"idle_seconds": 0, "max_bytes": 1 << 20}
+    assert warmer.note_search("t", "u1", **budget) is True
+    assert warmer.wait_idle() and warmer.read_aheads == 0
+    assert warmer.note_search("t", "u2", **budget) is False
+    assert _NoPrivilege.calls == 1
+
+
+def test_the_users_remembered_are_bounded() -> None:
+    @contextlib.contextmanager
+    def open_session() -> Iterator[Any]:
+        yield _NoPrivilege()
+
+    warmer = UserWarmer(open_session, max_users=2, clock=lambda: 0.0)
+    warmer._disabled = True  # no background work: only the bookkeeping is under test
+    for user in ("a", "b", "c"):
+        warmer.note_search("t", user, idle_seconds=60, max_bytes=1)
+    assert list(warmer._last_search) == [("t", "b"), ("t", "c")]
