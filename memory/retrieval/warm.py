@@ -10,11 +10,11 @@ index walks fault it in page by page.
 
 Invariants: never on a request's path — `UserWarmer.note_search` is a dictionary look-up
 and at most a hand-off to one background thread; a user is read ahead at most once per
-`warm_idle_seconds` of searches; only files of the very cluster the session is connected
+`read_ahead_idle_seconds` of searches; only files of the very cluster the session is connected
 to are read (the local data directory's `global/pg_control` must carry the server's
 system identifier, so a server on another host, or a different cluster at the same path,
-is never read); at most `max_bytes` per user, the dense route's graph first. Reading is
-advice (`POSIX_FADV_WILLNEED`): it changes no data, and any failure only skips it.
+is never read); at most `max_bytes` per user, the dense route's graph first. It only
+reads: it changes no data, and any failure only skips it.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 # The tables a search reads per user, each hash-partitioned by (tenant_id, user_id).
 SEARCH_TABLES = ("note_vectors", "note_terms", "note_window_vectors")
 SEGMENT_BYTES = 1 << 30  # PostgreSQL splits a relation's main fork into 1 GB files.
-ADVICE_BYTES = 128 << 10  # one WILLNEED per this many bytes (see `_advise_willneed`)
+READ_BYTES = 1 << 20  # read-ahead reads this much at a time (see `_read_through`)
 
 _PARTITION = (
     "SELECT tableoid FROM {table} WHERE tenant_id = :tenant_id AND user_id = :user_id LIMIT 1"
@@ -57,6 +57,16 @@ _RELATIONS = text(
     " LEFT JOIN pg_index i ON i.indexrelid = c.oid"
     " LEFT JOIN pg_am am ON am.oid = c.relam"
     " WHERE c.oid = :partition OR i.indrelid = :partition"
+)
+# The shared indexes every search reads by key: the candidates' rows by id, the seeds'
+# adjacent turns by (tenant, user, session, turn). After a restart a 100k user's 50
+# searches, its own files read ahead, still read 3,710 of pk_notes' 4,860 blocks and
+# 764 of ix_notes_session_turn's (session 17).
+SHARED_INDEXES = ("pk_notes", "ix_notes_session_turn")
+_SHARED = text(
+    "SELECT c.relname AS name, pg_relation_filepath(c.oid) AS path,"
+    "       pg_relation_size(c.oid) AS size"
+    " FROM pg_class c WHERE c.oid = ANY(CAST(:names AS regclass[]))"
 )
 _IDENTITY = text(
     "SELECT current_setting('data_directory') AS data_directory,"
@@ -98,6 +108,15 @@ def list_user_relations(*, session: Session, tenant_id: str, user_id: str) -> li
     return sorted(found, key=lambda f: (f.rank, f.name))
 
 
+def list_shared_relations(*, session: Session) -> list[RelationFile]:
+    """The shared indexes every user's searches read (`SHARED_INDEXES`), by name."""
+    rows = session.execute(_SHARED, {"names": list(SHARED_INDEXES)})
+    return sorted(
+        (RelationFile(row.name, row.path, int(row.size), 1) for row in rows),
+        key=lambda f: SHARED_INDEXES.index(f.name),
+    )
+
+
 def local_data_directory(*, session: Session) -> Path | None:
     """The server's data directory when this process can read it and it is the server's
     own (same system identifier); None otherwise (another host, no privilege, no file)."""
@@ -133,10 +152,11 @@ def segment_paths(directory: Path, relation: RelationFile) -> list[Path]:
 
 
 def read_ahead(directory: Path, relations: list[RelationFile], *, max_bytes: int) -> int:
-    """Ask the kernel to read `relations`' files in order while their sizes add up to at
-    most `max_bytes`; the bytes asked for. A file that vanished (its relation rewritten
+    """Read `relations`' files in order into the page cache while their sizes add up to
+    at most `max_bytes`; the bytes asked for. A file that vanished (its relation rewritten
     meanwhile) is skipped."""
     asked = 0
+    buffer = memoryview(bytearray(READ_BYTES))
     for relation in relations:
         if asked + relation.size > max_bytes:
             break
@@ -146,20 +166,21 @@ def read_ahead(directory: Path, relations: list[RelationFile], *, max_bytes: int
             except OSError:
                 continue
             try:
-                _advise_willneed(fd)
+                _read_through(fd, buffer)
             finally:
                 os.close(fd)
         asked += relation.size
     return asked
 
 
-def _advise_willneed(fd: int) -> None:
-    # Linux reads at most max(read_ahead_kb, max_sectors_kb) per WILLNEED (8 MB here, as
-    # little as 128 kB elsewhere): one call for a whole 600 MB file cached 8 MB of it,
-    # calls per 128 kB cached all of it in 0.14 s, with less CPU than read() (0.5 s).
-    size = os.fstat(fd).st_size
-    for offset in range(0, size, ADVICE_BYTES):
-        os.posix_fadvise(fd, offset, ADVICE_BYTES, os.POSIX_FADV_WILLNEED)
+def _read_through(fd: int, buffer: memoryview) -> None:
+    # Read, not advised: POSIX_FADV_WILLNEED queues the whole file's reads at once
+    # (700 MB in 0.2 s), and on a slow disk a search's own reads waited behind them: its
+    # first search after the advice took 8 s. A read at a time keeps at most the kernel's
+    # read-ahead window queued ahead of the searches' reads.
+    offset = 0
+    while read := os.preadv(fd, [buffer], offset):
+        offset += read
 
 
 # Opens a short read-only transaction for the look-ups (the API passes `session_scope`).
@@ -168,9 +189,10 @@ OpenSession = Callable[[], AbstractContextManager[Session]]
 
 class UserWarmer:
     """Starts a user's read-ahead on their first search and on the first after
-    `idle_seconds` without one, on one background thread; remembers the `max_users`
-    most recent users. The data directory is checked once, on the first read-ahead: if
-    it is not this process's to read, every later call is a no-op."""
+    `idle_seconds` without one, on one background thread, with the shared indexes when
+    no search at all came for as long; remembers the `max_users` most recent users. The
+    data directory is checked once, on the first read-ahead: if it is not this
+    process's to read, every later call is a no-op."""
 
     def __init__(
         self,
@@ -186,6 +208,7 @@ class UserWarmer:
         self._clock = clock
         self._lock = threading.Lock()
         self._last_search: OrderedDict[tuple[str, str], float] = OrderedDict()
+        self._last_any: float | None = None
         self._pending = 0
         self._directory: Path | None = None
         self._disabled = False
@@ -204,12 +227,14 @@ class UserWarmer:
             self._last_search[key] = now
             if len(self._last_search) > self._max_users:
                 self._last_search.popitem(last=False)
+            shared = self._last_any is None or now - self._last_any >= idle_seconds
+            self._last_any = now
             due = last is None or now - last >= idle_seconds
             if not due or self._disabled or self._pending >= self._max_pending:
                 return False
             self._pending += 1
         try:
-            self._executor.submit(self._warm, tenant_id, user_id, max_bytes)
+            self._executor.submit(self._warm, tenant_id, user_id, shared, max_bytes)
         except RuntimeError:  # the executor is shutting down (the process is exiting)
             self._done()
             return False
@@ -229,7 +254,7 @@ class UserWarmer:
         with self._lock:
             self._pending -= 1
 
-    def _warm(self, tenant_id: str, user_id: str, max_bytes: int) -> int:
+    def _warm(self, tenant_id: str, user_id: str, shared: bool, max_bytes: int) -> int:
         started = time.perf_counter()
         try:
             with self._open_session() as session:
@@ -238,10 +263,11 @@ class UserWarmer:
                     self._disabled = self._directory is None
                 if self._directory is None:
                     return 0
-                relations = list_user_relations(
-                    session=session, tenant_id=tenant_id, user_id=user_id
-                )
-            asked = read_ahead(self._directory, relations, max_bytes=max_bytes)
+                common = list_shared_relations(session=session) if shared else []
+                own = list_user_relations(session=session, tenant_id=tenant_id, user_id=user_id)
+            # Each within the budget: the shared indexes serve every user's searches.
+            asked = read_ahead(self._directory, common, max_bytes=max_bytes)
+            asked += read_ahead(self._directory, own, max_bytes=max_bytes)
             with self._lock:
                 self.read_aheads += 1
                 self.bytes_asked += asked
@@ -253,7 +279,7 @@ class UserWarmer:
                 (time.perf_counter() - started) * 1000,
             )
             return asked
-        except Exception:  # advice only: a failed read-ahead must not disturb anything
+        except Exception:  # a cache warmer only: its failure must not disturb anything
             log.warning("read-ahead of %s/%s failed", tenant_id, user_id, exc_info=True)
             return 0
         finally:

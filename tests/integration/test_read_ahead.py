@@ -20,6 +20,7 @@ from memory.notes.graphs import apply_user_graphs, graph_name, plan_user_graphs
 from memory.retrieval.warm import (
     RelationFile,
     UserWarmer,
+    list_shared_relations,
     list_user_relations,
     local_data_directory,
     read_ahead,
@@ -97,18 +98,35 @@ def test_read_ahead_once_per_user_and_again_after_idle(
 ) -> None:
     user, other, _ = neighbours(store)
     add_bare_notes(store, user, 3)
+    add_bare_notes(store, other, 2)
     warm, clock = warmer
     budget = {"idle_seconds": 600, "max_bytes": 1 << 30}
-    assert warm.note_search("t", user, **budget) is True
-    assert warm.wait_idle() and warm.read_aheads == 1 and warm.bytes_asked > 0
+
+    def size(relations: list[RelationFile]) -> int:
+        return sum(r.size for r in relations)
+
+    shared = size(list_shared_relations(session=store))
+    mine = size(list_user_relations(session=store, tenant_id="t", user_id=user))
+    theirs = size(list_user_relations(session=store, tenant_id="t", user_id=other))
+    assert warm.note_search("t", user, **budget) is True  # the first search: shared too
+    assert warm.wait_idle() and warm.read_aheads == 1 and warm.bytes_asked == shared + mine
     clock[0] = 599.0
     assert warm.note_search("t", user, **budget) is False  # searched 599 s ago
     clock[0] = 1198.0
     assert warm.note_search("t", user, **budget) is False  # each search restarts the wait
     assert warm.note_search("t", other, **budget) is True  # another user is new
+    assert warm.wait_idle() and warm.bytes_asked == shared + mine + theirs
     clock[0] = 1798.0
-    assert warm.note_search("t", user, **budget) is True
+    assert warm.note_search("t", user, **budget) is True  # idle: the shared indexes too
     assert warm.wait_idle() and warm.read_aheads == 3
+    assert warm.bytes_asked == 2 * (shared + mine) + theirs
+
+
+def test_the_shared_indexes_are_the_notes_keys(store: Session) -> None:  # noqa: F811
+    directory = local_data_directory(session=store)
+    shared = list_shared_relations(session=store)
+    assert [r.name for r in shared] == ["pk_notes", "ix_notes_session_turn"]
+    assert directory is not None and all((directory / r.path).is_file() for r in shared)
 
 
 def test_a_search_through_the_api_starts_the_read_ahead(

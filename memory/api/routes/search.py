@@ -125,13 +125,6 @@ def _search(
             agent_id=body.agent_id,
             scope=False,
         )
-        if settings.retrieval.read_ahead:
-            WARMER.note_search(
-                viewer.tenant_id,
-                viewer.user_id,
-                idle_seconds=settings.retrieval.read_ahead_idle_seconds,
-                max_bytes=settings.retrieval.read_ahead_max_mb << 20,
-            )
         hits = search_notes(
             session=session,
             viewer=viewer,
@@ -145,6 +138,14 @@ def _search(
         )
         hits, sources = _rls_checked(session, viewer, hits)
         results = [_result(h, sources[h.note.id]) for h in hits]
+    if settings.retrieval.read_ahead:
+        # After the answer is ready: the read-ahead's reads would slow this search's own.
+        WARMER.note_search(
+            viewer.tenant_id,
+            viewer.user_id,
+            idle_seconds=settings.retrieval.read_ahead_idle_seconds,
+            max_bytes=settings.retrieval.read_ahead_max_mb << 20,
+        )
     return hits, results
 
 
