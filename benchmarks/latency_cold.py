@@ -47,19 +47,23 @@ def parse_args() -> argparse.Namespace:
 def restart_cold(home: Path) -> None:
     """PostgreSQL stopped, the page cache emptied, PostgreSQL started; the process's
     environment pointed at it, with noise and access recording off."""
+    from memory.config import reset_settings_cache
+    from memory.db import dispose_engines
     from memory.runtime.embedded import start_postgres, stop_postgres
 
     stop_postgres(home)
     drop_page_cache()
+    os.environ["MUMA_HOME"] = str(home)
     os.environ["MUMA_DATABASE_URL"] = start_postgres(home, stop_at_exit=True)
     os.environ["MUMA_RETRIEVAL__RECORD_ACCESS"] = "false"
     os.environ["MUMA_ACTIVATION__NOISE_ENABLED"] = "false"
+    reset_settings_cache()
+    dispose_engines()
 
 
 def main() -> None:
     args = parse_args()
     restart_cold(args.home)
-    # Imported after the environment is set: settings are read once.
     from benchmarks.latency_data import make_profile, questions
     from benchmarks.latency_probe import _one_search
     from memory.db import session_scope
