@@ -171,7 +171,7 @@ class RetrievalSettings(_Section):
     # after a restart a 100k user's first searches halved their mean (session 16). Only
     # where the server's data directory is this machine's (embedded by default).
     read_ahead: bool = True
-    read_ahead_idle_seconds: int = Field(600, ge=0)
+    read_ahead_idle_seconds: int = Field(600, ge=1)
     read_ahead_max_mb: int = Field(2048, ge=1)
 
 
