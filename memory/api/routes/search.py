@@ -24,7 +24,7 @@ from memory.api.deps import PrincipalDep
 from memory.api.identity import resolve_viewer
 from memory.api.schemas import Identifier, Kind, Strict
 from memory.clients.embedder import embed_query
-from memory.config import get_settings
+from memory.config import RetrievalSettings, get_settings
 from memory.db import scope_session, session_scope
 from memory.notes.service import readable_note_sources
 from memory.retrieval.budget import Deadline
@@ -41,7 +41,7 @@ _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="context")
 _EMBED_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="embed")
 CONTEXT_POOL_SIZE = 40
 OPTIONAL_STEPS_SHARE = 0.5
-# Reads a user's search files ahead on their first search (`memory.retrieval.warm`).
+# Reads a user's search files ahead after their first search (`memory.retrieval.warm`).
 WARMER = UserWarmer(session_scope)
 
 
@@ -138,15 +138,19 @@ def _search(
         )
         hits, sources = _rls_checked(session, viewer, hits)
         results = [_result(h, sources[h.note.id]) for h in hits]
-    if settings.retrieval.read_ahead:
-        # After the answer is ready: the read-ahead's reads would slow this search's own.
+    # After the answer is ready: the read-ahead's reads would slow this search's own.
+    _note_search(viewer, settings.retrieval)
+    return hits, results
+
+
+def _note_search(viewer: Viewer, retrieval: RetrievalSettings) -> None:
+    if retrieval.read_ahead:
         WARMER.note_search(
             viewer.tenant_id,
             viewer.user_id,
-            idle_seconds=settings.retrieval.read_ahead_idle_seconds,
-            max_bytes=settings.retrieval.read_ahead_max_mb << 20,
+            idle_seconds=retrieval.read_ahead_idle_seconds,
+            max_bytes=retrieval.read_ahead_max_mb << 20,
         )
-    return hits, results
 
 
 @contextlib.contextmanager
