@@ -68,8 +68,8 @@ def test_the_files_are_the_servers_own(store: Session) -> None:  # noqa: F811
     assert directory is not None and directory == Path(served)
     relations = list_user_relations(session=store, tenant_id="t", user_id=user)
     assert relations and all((directory / r.path).is_file() for r in relations)
-    assert sum(r.size for r in relations) > 0
     total = sum(r.size for r in relations)
+    assert total > 0
     assert read_ahead(directory, relations, max_bytes=total) == total
     # The budget stops before the first relation that would exceed it, in order.
     first = relations[0].size
