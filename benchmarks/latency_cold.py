@@ -4,7 +4,8 @@ On a loaded latency home (`benchmarks/latency.py --load-only`): stop PostgreSQL,
 the OS page cache (root), start PostgreSQL, run a few searches of a small user (the
 libraries and catalog come in), start the product's read-ahead
 (`memory.retrieval.warm.UserWarmer`) for one 100k user, then alternate two passes of
-searches of that user and of another 100k user not read ahead, in process (noise and
+searches of that user and of another 100k user not read ahead (or, with `--other-files`,
+read ahead without its rows), in process (noise and
 access recording off). Each round should swap the two users' roles.
 
 ```
@@ -12,7 +13,9 @@ access recording off). Each round should swap the two users' roles.
     --read-ahead u100k-05 --other u100k-06 --json benchmarks/results/cold.json
 ```
 
-`--no-wait` searches while the read-ahead runs (as the API does: it starts the read-ahead
+`--other-files` reads the other user's files ahead too, but not its `notes` rows, so the
+two users differ by the rows alone (session 18). `--no-wait` searches while the
+read-ahead runs (as the API does: it starts the read-ahead
 after a user's search is answered); without it the read-ahead finishes first.
 """
 
@@ -38,6 +41,11 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--read-ahead", required=True, help="the 100k user whose files are read")
     p.add_argument("--other", required=True, help="a 100k user left cold")
     p.add_argument("--questions", type=int, default=50, help="searches per user and pass")
+    p.add_argument(
+        "--other-files",
+        action="store_true",
+        help="read the other user's files ahead too, without its notes' rows",
+    )
     p.add_argument("--no-wait", action="store_true", help="search while the read-ahead runs")
     p.add_argument("--seed", type=int, default=7, help="the home's data seed")
     p.add_argument("--json", type=Path)
@@ -75,6 +83,10 @@ def main() -> None:
     warmer = UserWarmer(session_scope)
     started = time.perf_counter()
     warmer.note_search(TENANT, args.read_ahead, idle_seconds=600, max_bytes=2 << 30)
+    if args.other_files:
+        files_only = UserWarmer(session_scope, read_rows=False)
+        files_only.note_search(TENANT, args.other, idle_seconds=600, max_bytes=2 << 30)
+        files_only.wait_idle(timeout=120)
     if not args.no_wait:
         warmer.wait_idle(timeout=120)
     waited = time.perf_counter() - started
@@ -104,7 +116,8 @@ def report(
         for user, ms in times.items()
     }
     rows = [Row("read ahead (MB); waited for it (s)", f"{asked >> 20}; {waited:.2f}")]
-    for user, label in ((args.read_ahead, "read ahead"), (args.other, "not read ahead")):
+    other = "files only read ahead" if args.other_files else "not read ahead"
+    for user, label in ((args.read_ahead, "read ahead"), (args.other, other)):
         for name in ("first", "second"):
             s = passes[user][name]
             value = f"{fmt(s['mean'])} / {fmt(s['p95'])} / {fmt(s['max'])}"

@@ -1,8 +1,10 @@
-"""A user's search files read ahead (`memory.retrieval.warm`): the relations listed are
-the user's partitions and indexes with the dense route's graph first (the user's own
-graph instead of the shared one, never another user's), their files are the server's,
-the read-ahead keeps to its budget, and a search through the API starts it once per
-user and again after the idle time, not when switched off."""
+"""What a user's searches read, read ahead (`memory.retrieval.warm`,
+`memory.retrieval.readahead`): the relations listed are the user's partitions and
+indexes with the dense route's graph first (the user's own graph instead of the shared
+one, never another user's), their files are the server's, the user's active notes' rows
+are read and no one else's, both keep to their budget, a warmer whose role may not read
+the files reads the rows alone, and a search through the API starts it once per user and
+again after the idle time, not when switched off."""
 
 from __future__ import annotations
 
@@ -16,16 +18,19 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session
 
+from memory.db import APP_ROLE
 from memory.notes.graphs import apply_user_graphs, graph_name, plan_user_graphs
-from memory.retrieval.warm import (
+from memory.retrieval.readahead import (
     RelationFile,
-    UserWarmer,
     list_shared_relations,
     list_user_relations,
     local_data_directory,
     read_ahead,
+    read_user_rows,
 )
+from memory.retrieval.warm import UserWarmer
 from tests.integration.test_user_graphs import store  # noqa: F401 - the fixture
+from tests.support.helpers import BARE_NOTE, UNIT_VECTOR, insert_bare_note
 from tests.support.partitions import add_bare_notes, neighbours, partition_of
 
 pytestmark = pytest.mark.integration
@@ -77,6 +82,38 @@ def test_the_files_are_the_servers_own(store: Session) -> None:  # noqa: F811
     assert read_ahead(directory, relations, max_bytes=first - 1) == 0
 
 
+def _pending_note(session: Session, user: str) -> None:
+    session.execute(
+        insert_bare_note(),
+        {**BARE_NOTE, "id": uuid.uuid4(), "u": user, "v": UNIT_VECTOR, "status": "pending"},
+    )
+
+
+def test_a_users_active_rows_are_read_within_the_budget(store: Session) -> None:  # noqa: F811
+    user, other, _ = neighbours(store)
+    add_bare_notes(store, user, 3)
+    _pending_note(store, user)  # not searchable yet: not read
+    add_bare_notes(store, other, 2)
+    store.execute(text("ANALYZE notes"))
+    row_bytes = store.execute(
+        text("SELECT pg_relation_size('notes') / reltuples FROM pg_class WHERE relname = 'notes'")
+    ).scalar_one()
+    engine = create_engine(store.get_bind().url)
+
+    def rows(max_bytes: float) -> int:
+        with Session(engine) as session, session.begin():
+            return read_user_rows(
+                session=session, tenant_id="t", user_id=user, max_bytes=int(max_bytes)
+            )
+
+    try:
+        assert rows(1 << 30) == 3
+        assert rows(2 * row_bytes + 1) == 2  # as many rows as the budget holds
+        assert rows(row_bytes / 2) == 0
+    finally:
+        engine.dispose()
+
+
 @pytest.fixture()
 def warmer(store: Session) -> Iterator[tuple[UserWarmer, list[float]]]:  # noqa: F811
     """A warmer on the scratch database, with a clock the test moves."""
@@ -110,16 +147,40 @@ def test_read_ahead_once_per_user_and_again_after_idle(
     theirs = size(list_user_relations(session=store, tenant_id="t", user_id=other))
     assert warm.note_search("t", user, **budget) is True  # the first search: shared too
     assert warm.wait_idle() and warm.read_aheads == 1 and warm.bytes_asked == shared + mine
+    assert warm.rows_read == 3
     clock[0] = 599.0
     assert warm.note_search("t", user, **budget) is False  # searched 599 s ago
     clock[0] = 1198.0
     assert warm.note_search("t", user, **budget) is False  # each search restarts the wait
     assert warm.note_search("t", other, **budget) is True  # another user is new
     assert warm.wait_idle() and warm.bytes_asked == shared + mine + theirs
+    assert warm.rows_read == 3 + 2
     clock[0] = 1798.0
     assert warm.note_search("t", user, **budget) is True  # idle: the shared indexes too
     assert warm.wait_idle() and warm.read_aheads == 3
     assert warm.bytes_asked == 2 * (shared + mine) + theirs
+    assert warm.rows_read == 3 + 2 + 3
+
+
+def test_a_warmer_that_may_not_read_the_files_reads_the_rows(store: Session) -> None:  # noqa: F811
+    user, _, _ = neighbours(store)
+    add_bare_notes(store, user, 3)
+    engine = create_engine(store.get_bind().url)
+
+    @contextlib.contextmanager
+    def open_session() -> Iterator[Session]:
+        # The application's role may neither read the server's settings nor its files.
+        with Session(engine) as session:
+            session.execute(text(f"SET LOCAL ROLE {APP_ROLE}"))
+            yield session
+
+    warm = UserWarmer(open_session)
+    try:
+        assert warm.note_search("t", user, idle_seconds=600, max_bytes=1 << 30) is True
+        assert warm.wait_idle() and warm.read_aheads == 1
+        assert warm.bytes_asked == 0 and warm.rows_read == 3
+    finally:
+        engine.dispose()
 
 
 def test_the_shared_indexes_are_the_notes_keys(store: Session) -> None:  # noqa: F811

@@ -1,5 +1,6 @@
-"""Read-ahead (`memory.retrieval.warm`) without a server: which directory counts as the
-server's, a relation's segment files, and a warmer that cannot read turning itself off."""
+"""Read-ahead (`memory.retrieval.warm`, `memory.retrieval.readahead`) without a server:
+which directory counts as the server's, a relation's segment files, and a warmer that
+cannot read the files asking for them once."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Any
 
 from sqlalchemy.exc import DBAPIError
 
-from memory.retrieval.warm import SEGMENT_BYTES, RelationFile, UserWarmer, same_cluster
+from memory.retrieval.readahead import SEGMENT_BYTES, RelationFile, same_cluster, segment_paths
+from memory.retrieval.warm import UserWarmer
 
 SYSTEM_ID = 7_345_123_456_789_012_345
 
@@ -31,8 +33,6 @@ def test_only_the_cluster_with_the_servers_identifier_is_its_own(tmp_path: Path)
 
 
 def test_a_relation_over_1gb_has_a_file_per_segment(tmp_path: Path) -> None:
-    from memory.retrieval.warm import segment_paths
-
     def files(size: int) -> list[str]:
         relation = RelationFile("r", "base/5/1234", size, 2)
         return [str(p.relative_to(tmp_path)) for p in segment_paths(tmp_path, relation)]
@@ -43,16 +43,16 @@ def test_a_relation_over_1gb_has_a_file_per_segment(tmp_path: Path) -> None:
 
 
 class _NoPrivilege:
-    """A session whose server refuses to tell its data directory."""
+    """A session whose server refuses every statement; it records what it was asked."""
 
-    calls = 0
+    asked: list[str] = []
 
-    def execute(self, *args: Any, **kwargs: Any) -> Any:
-        _NoPrivilege.calls += 1
-        raise DBAPIError("SELECT current_setting('data_directory')", {}, Exception("denied"))
+    def execute(self, statement: Any, *args: Any, **kwargs: Any) -> Any:
+        _NoPrivilege.asked.append(str(statement))
+        raise DBAPIError(str(statement), {}, Exception("denied"))
 
 
-def test_a_warmer_that_cannot_read_the_files_turns_itself_off() -> None:
+def test_a_warmer_that_cannot_read_the_files_asks_for_them_once() -> None:
     @contextlib.contextmanager
     def open_session() -> Iterator[Any]:
         yield _NoPrivilege()
@@ -60,9 +60,11 @@ def test_a_warmer_that_cannot_read_the_files_turns_itself_off() -> None:
     warmer = UserWarmer(open_session)
     budget = {"idle_seconds": 0, "max_bytes": 1 << 20}
     assert warmer.note_search("t", "u1", **budget) is True
+    assert warmer.wait_idle() and warmer.read_aheads == 0  # the rows were refused too
+    assert warmer.note_search("t", "u2", **budget) is True  # rows need no data directory
     assert warmer.wait_idle() and warmer.read_aheads == 0
-    assert warmer.note_search("t", "u2", **budget) is False
-    assert _NoPrivilege.calls == 1
+    directory = [s for s in _NoPrivilege.asked if "data_directory" in s]
+    assert len(directory) == 1 and len(_NoPrivilege.asked) == 3  # then one rows' try each
 
 
 def test_the_users_remembered_are_bounded() -> None:
@@ -70,8 +72,8 @@ def test_the_users_remembered_are_bounded() -> None:
     def open_session() -> Iterator[Any]:
         yield _NoPrivilege()
 
-    warmer = UserWarmer(open_session, max_users=2, clock=lambda: 0.0)
-    warmer._disabled = True  # no background work: only the bookkeeping is under test
+    # No read-ahead is ever started: only the bookkeeping is under test.
+    warmer = UserWarmer(open_session, max_users=2, max_pending=0, clock=lambda: 0.0)
     for user in ("a", "b", "c"):
-        warmer.note_search("t", user, idle_seconds=60, max_bytes=1)
+        assert warmer.note_search("t", user, idle_seconds=60, max_bytes=1) is False
     assert list(warmer._last_search) == [("t", "b"), ("t", "c")]
