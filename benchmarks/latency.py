@@ -151,31 +151,39 @@ def ensure_data(stack: BenchStack, plan: dict[str, int], args: argparse.Namespac
             _load_missing(conn, plan, progress, end, stack.home)
             log("building indexes (HNSW last)")
             progress["indexes"] = build_indexes(conn, memory=args.index_memory, log=log)
-            progress.pop("user_graphs", None)
+            progress.pop("graphs", None)
             write_progress(stack.home, progress)
-    if "user_graphs" not in progress:
-        progress["user_graphs"] = build_user_graphs()
+    # "graphs" since session 18's domain graphs (a home with only "user_graphs" lacks them).
+    if "graphs" not in progress:
+        progress["graphs"] = build_user_graphs()
         write_progress(stack.home, progress)
     return progress
 
 
 def build_user_graphs() -> dict[str, float]:
     """What the maintenance queue's `build_user_graphs` does in the product (memory.notes.
-    graphs): a graph of its own for each large user that shares its partition."""
+    graphs): a graph of its own for each large user that shares its partition, and for
+    each large domain slice of a user's vectors."""
     from memory.config import get_settings
     from memory.db import session_scope
     from memory.notes.graphs import update_user_graphs
 
     started = time.perf_counter()
+    retrieval = get_settings().retrieval
     with session_scope(autocommit=True) as session:
-        min_notes = get_settings().retrieval.dedicated_graph_notes
-        plan = update_user_graphs(session=session, min_notes=min_notes)
+        plan = update_user_graphs(
+            session=session,
+            min_notes=retrieval.dedicated_graph_notes,
+            domain_min_notes=retrieval.domain_graph_notes,
+            domain_max_share=retrieval.domain_graph_max_share,
+        )
     if plan is None:
         raise SystemExit("another run is building user graphs; run the benchmark again later")
     for graph in plan.create:
-        log(f"  a graph of its own for {graph.user_id} ({graph.partition}, shared)")
+        of = graph.user_id if graph.domain is None else f"{graph.user_id}'s {graph.domain}"
+        log(f"  a graph of its own for {of} ({graph.partition}, {graph.notes:,} vectors)")
     seconds = time.perf_counter() - started
-    log(f"  {len(plan.create)} user graphs built in {seconds:.0f}s")
+    log(f"  {len(plan.create)} user and domain graphs built in {seconds:.0f}s")
     return {"built": len(plan.create), "kept": len(plan.keep), "seconds": round(seconds, 1)}
 
 

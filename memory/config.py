@@ -164,6 +164,12 @@ class RetrievalSettings(_Section):
     # partition's graph made its searches wade through the other users' entries (a 100k
     # user's dense p95 94-140 ms, 26 with its own; benchmarks/README.md, session 13).
     dedicated_graph_notes: int = Field(20000, ge=1)
+    # A user's notes of one domain get a graph of their own too when they are at least
+    # this many and at most this share of the user's: a search filtered to that domain
+    # then walks only them (a 100k user's 21,600-note slice: dense route 42 ms mean
+    # ranking it exactly, 4.3 with its graph; benchmarks/README.md, session 18).
+    domain_graph_notes: int = Field(5000, ge=1)
+    domain_graph_max_share: float = Field(0.5, gt=0, le=1)
     # How often the maintenance queue checks which users need one (builds are rare).
     dedicated_graph_interval_minutes: int = Field(60, ge=1)
     # Read a user's search files ahead into the OS page cache on their first search and

@@ -38,14 +38,20 @@ def record_accesses(self: DbTask, note_ids: list[str], at: str) -> int:
 
 @app.task(base=DbTask, bind=True, name="tasks.maintenance.build_user_graphs")
 def build_user_graphs(self: DbTask) -> dict[str, int]:
-    """Give large users in shared partitions of note_vectors a graph of their own, and
-    drop those no longer needed (`memory.notes.graphs`)."""
+    """Give large users in shared partitions of note_vectors, and large domain slices of
+    a user's vectors, a graph of their own, and drop those no longer needed
+    (`memory.notes.graphs`)."""
     from memory.notes.graphs import update_user_graphs
 
-    min_notes = get_settings().retrieval.dedicated_graph_notes
+    retrieval = get_settings().retrieval
     # CREATE INDEX CONCURRENTLY runs outside a transaction: an autocommit session.
     with self.session(autocommit=True) as session:
-        plan = update_user_graphs(session=session, min_notes=min_notes)
+        plan = update_user_graphs(
+            session=session,
+            min_notes=retrieval.dedicated_graph_notes,
+            domain_min_notes=retrieval.domain_graph_notes,
+            domain_max_share=retrieval.domain_graph_max_share,
+        )
     if plan is None:  # another run is building
         return {"created": 0, "dropped": 0, "kept": 0}
     return {"created": len(plan.create), "dropped": len(plan.drop), "kept": len(plan.keep)}

@@ -49,11 +49,13 @@ def current() -> None:
 @click.option("--min-notes", type=click.IntRange(min=1), help="default: the setting")
 @click.option("--dry-run", is_flag=True, help="print the plan, change nothing")
 def user_graphs(min_notes: int | None, dry_run: bool) -> None:
-    """Give large users that share a partition of note_vectors an HNSW graph of their own.
+    """Give large users that share a partition of note_vectors an HNSW graph of their own,
+    and large domain slices of a user's vectors one too.
 
     \b
     The maintenance queue does this every retrieval.dedicated_graph_interval_minutes;
     run it by hand after a bulk import. A build takes about a minute per 100k vectors.
+    Slices: retrieval.domain_graph_notes and retrieval.domain_graph_max_share.
     Example:
       muma db user-graphs --dry-run
     """
@@ -61,24 +63,38 @@ def user_graphs(min_notes: int | None, dry_run: bool) -> None:
     from memory.db import session_scope
     from memory.notes.graphs import plan_user_graphs, update_user_graphs
 
-    threshold = min_notes or get_settings().retrieval.dedicated_graph_notes
+    retrieval = get_settings().retrieval
+    threshold = min_notes or retrieval.dedicated_graph_notes
+    slice_notes, slice_share = retrieval.domain_graph_notes, retrieval.domain_graph_max_share
     with session_scope(autocommit=True) as session:
         if dry_run:
-            plan = plan_user_graphs(session=session, min_notes=threshold)
+            plan = plan_user_graphs(
+                session=session,
+                min_notes=threshold,
+                domain_min_notes=slice_notes,
+                domain_max_share=slice_share,
+            )
         else:
-            found = update_user_graphs(session=session, min_notes=threshold)
+            found = update_user_graphs(
+                session=session,
+                min_notes=threshold,
+                domain_min_notes=slice_notes,
+                domain_max_share=slice_share,
+            )
             if found is None:
                 raise click.ClickException("another run is building user graphs; try again later")
             plan = found
     for graph in plan.create:
+        of = "" if graph.domain is None else f" domain {graph.domain!r}"
         console.print(
             f"{'build' if dry_run else 'built'} {graph.name} on {graph.partition}"
-            f" for {graph.tenant_id}/{graph.user_id} ({graph.notes:,} vectors)"
+            f" for {graph.tenant_id}/{graph.user_id}{of} ({graph.notes:,} vectors)"
         )
     for name in plan.drop:
         console.print(f"{'drop' if dry_run else 'dropped'} {name}")
     console.print(
         f"{'would build' if dry_run else 'built'} {len(plan.create)},"
         f" {'would drop' if dry_run else 'dropped'} {len(plan.drop)}, kept {len(plan.keep)}"
-        f" (users with at least {threshold:,} vectors in a shared partition)"
+        f" (users with at least {threshold:,} vectors in a shared partition; domains with"
+        f" at least {retrieval.domain_graph_notes:,} of a user's vectors)"
     )

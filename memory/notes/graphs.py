@@ -1,4 +1,5 @@
-"""Dedicated HNSW graphs for large users that share a partition of note_vectors.
+"""Dedicated HNSW graphs: for large users that share a partition of note_vectors, and
+for large domain slices of a user's vectors.
 
 note_vectors is hash-partitioned by (tenant, user) into 64 partitions with one HNSW graph
 each (migration 0004). A user whose partition also holds other users' vectors pays for
@@ -12,11 +13,23 @@ partition, WHERE tenant_id = t AND user_id = u, is that graph: the read path's c
 plans (`plan_cache_mode = force_custom_plan`) see the values and choose it, for
 filtered searches too.
 
+A search filtered to one domain walks the user's graph outwards from the query and keeps
+only entries of that domain; when the domain is not what the question is about, the walk
+meets the slice late or never and the read path ranks the slice exactly instead (42 ms
+mean, p95 54 for a 100k user's 21,600-note slice). A partial graph WHERE tenant, user and
+domain are the slice's answers from the slice alone: 4.3 ms mean, p95 5.5, built in 4.6 s
+(benchmarks/README.md, session 18). `domain = ANY(ARRAY[d])` with one constant implies
+the predicate, so a search filtered to one domain uses it; to several, the user's graph.
+
 Invariants: a user has one exactly when it holds at least `min_notes` vectors and its
-partition holds other users' vectors too; the index name is a hash of (tenant, user), so
-planning twice plans nothing new; an index left invalid by an interrupted build is
-dropped and built again. Builds and drops run CONCURRENTLY (writes go on meanwhile), so
-they need a connection in autocommit mode.
+partition holds other users' vectors too; a (user, domain) slice has one exactly when it
+holds at least `domain_min_notes` vectors and at most `domain_max_share` of the user's
+(in a larger share the user's graph meets the slice soon enough). Index names are
+hashes of (tenant, user) and, for a slice, of its domain after the user's name, so
+planning twice plans nothing new and a user's slices are found by the user's name;
+an index left invalid by an interrupted build is dropped and built again. Builds and
+drops run CONCURRENTLY (writes go on meanwhile), so they need a connection in
+autocommit mode.
 """
 
 from __future__ import annotations
@@ -34,13 +47,15 @@ LOCK_KEY = 0x6D756D61_67726170  # "muma" "grap"
 
 @dataclass(frozen=True)
 class UserGraph:
-    """A user's dedicated graph: its index name, partition and identity."""
+    """A dedicated graph: its index name, partition, and whose vectors it holds (one
+    domain of them when `domain` is set)."""
 
     name: str
     partition: str
     tenant_id: str
     user_id: str
     notes: int
+    domain: str | None = None
 
 
 @dataclass
@@ -55,9 +70,19 @@ def graph_name(tenant_id: str, user_id: str) -> str:
     return PREFIX + digest
 
 
+def domain_graph_name(tenant_id: str, user_id: str, domain: str) -> str:
+    """The user's graph name, then `_` and a hash of the domain (50 characters)."""
+    digest = hashlib.sha256(domain.encode()).hexdigest()[:8]
+    return f"{graph_name(tenant_id, user_id)}_{digest}"
+
+
 # Per user: an index-only scan of the partitions' (tenant_id, user_id, ...) btrees, not
 # the vectors' heap (1M vectors: ~1k pages against 219k with the partition in the key).
 _OWNERS = text("SELECT tenant_id, user_id, count(*) AS n FROM note_vectors GROUP BY 1, 2")
+# Per (user, domain), from the partitions' (tenant_id, user_id, domain) btrees.
+_SLICES = text(
+    "SELECT tenant_id, user_id, domain, count(*) AS n FROM note_vectors GROUP BY 1, 2, 3"
+)
 _PARTITION = text(
     "SELECT tableoid::regclass::text FROM note_vectors"
     " WHERE tenant_id = :tenant_id AND user_id = :user_id LIMIT 1"
@@ -74,18 +99,37 @@ _EXISTING = text(
 )
 
 
-def plan_user_graphs(*, session: Session, min_notes: int) -> GraphPlan:
-    """Which dedicated graphs to build and which to drop, from the vectors' owners now."""
+def plan_user_graphs(
+    *,
+    session: Session,
+    min_notes: int,
+    domain_min_notes: int | None = None,
+    domain_max_share: float = 0.5,
+) -> GraphPlan:
+    """Which dedicated graphs to build and which to drop, from the vectors' owners now;
+    slices' graphs only when `domain_min_notes` is given."""
+    owners = {(t, u): int(n) for t, u, n in session.execute(_OWNERS)}
+    smallest = min_notes if domain_min_notes is None else min(min_notes, domain_min_notes)
     wanted: dict[str, UserGraph] = {}
-    for tenant_id, user_id, count in session.execute(_OWNERS):
-        if count < min_notes:
+    partitions: dict[tuple[str, str], str] = {}
+    for (tenant_id, user_id), count in owners.items():
+        if count < smallest:
             continue
         who = {"tenant_id": tenant_id, "user_id": user_id}
-        part = session.execute(_PARTITION, who).scalar_one()
         # `part` is a regclass's text (a partition's name, quoted as needed).
-        if session.execute(text(_OTHERS.format(part=part)), who).scalar_one():
+        part = partitions[tenant_id, user_id] = session.execute(_PARTITION, who).scalar_one()
+        others = text(_OTHERS.format(part=part))
+        if count >= min_notes and session.execute(others, who).scalar_one():
             name = graph_name(tenant_id, user_id)
             wanted[name] = UserGraph(name, part, tenant_id, user_id, count)
+    if domain_min_notes is not None:
+        for tenant_id, user_id, domain, count in session.execute(_SLICES):
+            total = owners.get((tenant_id, user_id), 0)
+            if count < domain_min_notes or count > domain_max_share * total:
+                continue
+            name = domain_graph_name(tenant_id, user_id, domain)
+            part = partitions[tenant_id, user_id]
+            wanted[name] = UserGraph(name, part, tenant_id, user_id, count, domain)
     existing = {row.name: row.valid for row in session.execute(_EXISTING, {"prefix": PREFIX + "%"})}
     plan = GraphPlan()
     for name, valid in sorted(existing.items()):
@@ -108,21 +152,34 @@ def apply_user_graphs(*, session: Session, plan: GraphPlan) -> None:
         connection.exec_driver_sql(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
     for graph in plan.create:
         tenant, user = (sql.Literal(v).as_string(driver) for v in (graph.tenant_id, graph.user_id))
+        where = f"tenant_id = {tenant} AND user_id = {user}"
+        if graph.domain is not None:
+            where += f" AND domain = {sql.Literal(graph.domain).as_string(driver)}"
         connection.exec_driver_sql(
             f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {graph.name} ON {graph.partition}"
-            f" USING hnsw (embedding vector_cosine_ops)"
-            f" WHERE tenant_id = {tenant} AND user_id = {user}"
+            f" USING hnsw (embedding vector_cosine_ops) WHERE {where}"
         )
 
 
-def update_user_graphs(*, session: Session, min_notes: int) -> GraphPlan | None:
+def update_user_graphs(
+    *,
+    session: Session,
+    min_notes: int,
+    domain_min_notes: int | None = None,
+    domain_max_share: float = 0.5,
+) -> GraphPlan | None:
     """Plan and apply under an advisory lock; None when another run holds it (two
     CONCURRENTLY builds of one index would collide). `session` in autocommit mode."""
     lock = {"key": LOCK_KEY}
     if not session.execute(text("SELECT pg_try_advisory_lock(:key)"), lock).scalar_one():
         return None
     try:
-        plan = plan_user_graphs(session=session, min_notes=min_notes)
+        plan = plan_user_graphs(
+            session=session,
+            min_notes=min_notes,
+            domain_min_notes=domain_min_notes,
+            domain_max_share=domain_max_share,
+        )
         apply_user_graphs(session=session, plan=plan)
         return plan
     finally:

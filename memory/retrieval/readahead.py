@@ -67,13 +67,16 @@ class RelationFile:
     name: str
     path: str
     size: int
-    rank: int  # read order: the dense graph first, then other indexes, then heaps
+    # Read order: the dense graph first, then other indexes, then heaps, then the
+    # graphs of the user's domain slices (only domain-filtered searches walk those).
+    rank: int
 
 
 def list_user_relations(*, session: Session, tenant_id: str, user_id: str) -> list[RelationFile]:
     """The relations a search of this user reads, in reading order: for each search
-    table, the user's partition and its indexes; of the HNSW graphs, only the one the
-    dense route uses (the user's dedicated graph when it has one, else the partition's)."""
+    table, the user's partition and its indexes; of the HNSW graphs, the one the
+    unfiltered dense route uses (the user's dedicated graph when it has one, else the
+    partition's), then the user's domain slices' graphs, never another user's."""
     who = {"tenant_id": tenant_id, "user_id": user_id}
     own_graph = graph_name(tenant_id, user_id)
     rows = []
@@ -84,12 +87,13 @@ def list_user_relations(*, session: Session, tenant_id: str, user_id: str) -> li
     has_own_graph = any(row.name == own_graph for row in rows)
     found = []
     for row in rows:
-        if row.partial and row.name != own_graph:
+        own_slice = row.name.startswith(own_graph + "_")  # `domain_graph_name`
+        if row.partial and row.name != own_graph and not own_slice:
             continue  # another user's dedicated graph
-        is_graph = row.method == "hnsw"
+        is_graph = row.method == "hnsw" and not own_slice
         if is_graph and has_own_graph and row.name != own_graph:
             continue  # the shared graph, which the user's searches no longer walk
-        rank = 0 if is_graph else 1 if row.kind == "i" else 2
+        rank = 3 if own_slice else 0 if is_graph else 1 if row.kind == "i" else 2
         found.append(RelationFile(row.name, row.path, int(row.size), rank))
     return sorted(found, key=lambda f: (f.rank, f.name))
 

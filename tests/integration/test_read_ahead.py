@@ -19,7 +19,12 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session
 
 from memory.db import APP_ROLE
-from memory.notes.graphs import apply_user_graphs, graph_name, plan_user_graphs
+from memory.notes.graphs import (
+    apply_user_graphs,
+    domain_graph_name,
+    graph_name,
+    plan_user_graphs,
+)
 from memory.retrieval.readahead import (
     RelationFile,
     list_shared_relations,
@@ -63,6 +68,21 @@ def test_a_user_reads_its_partitions_with_its_own_graph_first(store: Session) ->
     assert graph.startswith(f"note_vectors_p{part}") and "embedding" in graph
 
     assert list_user_relations(session=store, tenant_id="t", user_id="nobody") == []
+
+
+def test_a_users_domain_graphs_come_last_and_no_one_elses(store: Session) -> None:  # noqa: F811
+    user, neighbour, _ = neighbours(store)
+    for who in (user, neighbour):
+        add_bare_notes(store, who, 6)  # domain 'general'
+        add_bare_notes(store, who, 3, "health")
+    slices = {"min_notes": 1000, "domain_min_notes": 3, "domain_max_share": 0.5}
+    apply_user_graphs(session=store, plan=plan_user_graphs(session=store, **slices))
+    mine = list_user_relations(session=store, tenant_id="t", user_id=user)
+    slice_graph = domain_graph_name("t", user, "health")
+    assert mine[-1].name == slice_graph and mine[-1].rank == 3
+    assert "embedding" in mine[0].name  # the partition's graph still first
+    theirs = _names(list_user_relations(session=store, tenant_id="t", user_id=neighbour))
+    assert slice_graph not in theirs and domain_graph_name("t", neighbour, "health") in theirs
 
 
 def test_the_files_are_the_servers_own(store: Session) -> None:  # noqa: F811

@@ -1,8 +1,9 @@
 """Dedicated HNSW graphs (`memory.notes.graphs`): a large user sharing its partition of
 note_vectors gets a partial graph of its own, which its searches use; a user alone in
-its partition or below the threshold gets none; planning is idempotent; a graph no
-longer needed, or left invalid, is dropped. Run on a scratch database, so that the
-other tests' users do not count."""
+its partition or below the threshold gets none; a large domain slice that is a minority
+of its user's vectors gets one, which searches filtered to that one domain use;
+planning is idempotent; a graph no longer needed, or left invalid, is dropped. Run on a
+scratch database, so that the other tests' users do not count."""
 
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ from sqlalchemy.orm import Session
 from memory.notes.graphs import (
     LOCK_KEY,
     apply_user_graphs,
+    domain_graph_name,
     graph_name,
     plan_user_graphs,
     update_user_graphs,
 )
 from memory.ops.migrations import upgrade_database
+from memory.retrieval.scope import SearchFilters
 from tests.support.helpers import UNIT_VECTOR
 from tests.support.partitions import add_bare_notes, neighbours
 
@@ -66,19 +69,49 @@ def test_a_large_user_sharing_its_partition_gets_a_graph_its_searches_use(
     assert not again.create and not again.drop and again.keep == [graph_name("t", large)]
 
 
-def _dense_plan(session: Session, user: str) -> str:
+def _dense_plan(session: Session, user: str, filters: SearchFilters | None = None) -> str:
     """EXPLAIN of the dense route's pool statement for `user` as agent `main`."""
     from memory.access.policy import Viewer
     from memory.retrieval import routes as r
     from memory.retrieval.scope import ReadScope
 
-    scope = ReadScope(Viewer("t", user, "main"))
+    scope = ReadScope(Viewer("t", user, "main"), filters or SearchFilters())
     statement = r._dense_pool_statement(scope.shape, 100)
     params = {**statement.constants, **scope.params, "query_vector": UNIT_VECTOR, "pool_size": 200}
     driver = session.connection().connection.driver_connection
     driver.execute("SET plan_cache_mode = force_custom_plan")
     driver.execute("SET enable_seqscan = off")
     return "\n".join(row[0] for row in driver.execute("EXPLAIN " + statement.sql, params))
+
+
+def test_a_large_domain_slice_gets_a_graph_its_filtered_searches_use(store: Session) -> None:
+    user, neighbour, _ = neighbours(store)
+    add_bare_notes(store, user, 6, "health")
+    add_bare_notes(store, user, 6, "it's")  # a domain the DDL must quote
+    add_bare_notes(store, user, 14, "general")  # 54 % of the user's: its graph is enough
+    add_bare_notes(store, neighbour, 2, "health")
+    slices = {"min_notes": 1000, "domain_min_notes": 5, "domain_max_share": 0.5}
+    plan = plan_user_graphs(session=store, **slices)
+    health, quoted = (domain_graph_name("t", user, d) for d in ("health", "it's"))
+    assert sorted(g.name for g in plan.create) == sorted([health, quoted])
+    assert {g.domain for g in plan.create} == {"health", "it's"}
+    assert plan_user_graphs(session=store, min_notes=1000).create == []  # slices asked for
+    apply_user_graphs(session=store, plan=plan)
+    graphs = _graphs(store)
+    assert set(graphs) == {health, quoted} and "(domain)::text = 'it''s'" in graphs[quoted]
+    assert health.startswith(graph_name("t", user) + "_")  # found by the user's name
+    # Filtered to that one domain, the dense route walks the slice's graph; filtered to
+    # two domains, unfiltered, or another user's search, it does not.
+    assert health in _dense_plan(store, user, SearchFilters(domains=("health",)))
+    assert health not in _dense_plan(store, user, SearchFilters(domains=("health", "it's")))
+    assert health not in _dense_plan(store, user)
+    assert health not in _dense_plan(store, neighbour, SearchFilters(domains=("health",)))
+    again = plan_user_graphs(session=store, **slices)
+    assert not again.create and not again.drop and sorted(again.keep) == sorted([health, quoted])
+    # The slice shrinks below the threshold: its graph goes, the other stays.
+    store.execute(text("DELETE FROM notes WHERE user_id = :u AND domain = 'it''s'"), {"u": user})
+    shrunk = plan_user_graphs(session=store, **slices)
+    assert shrunk.drop == [quoted] and shrunk.keep == [health] and not shrunk.create
 
 
 def test_graphs_no_longer_needed_or_invalid_are_dropped(store: Session) -> None:
