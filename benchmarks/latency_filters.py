@@ -46,6 +46,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--size", type=int, default=100_000, help="the users' note count")
     p.add_argument("--queries", type=int, default=10, help="questions per user")
     p.add_argument("--caps", default="1000,2000,4000,8000,20000", help="max_scan_tuples")
+    p.add_argument("--ef-search", default="40", help="hnsw.ef_search values (session 18)")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--json", type=Path)
     return p.parse_args()
@@ -57,7 +58,9 @@ def _timed(conn: psycopg.Connection, sql: str, params: dict[str, Any]) -> tuple[
     return (time.perf_counter() - started) * 1000, rows
 
 
-def measure(conn: psycopg.Connection, work: list[dict[str, Any]], caps: list[int]) -> dict:
+def measure(
+    conn: psycopg.Connection, work: list[dict[str, Any]], caps: list[int], efs: list[int]
+) -> dict:
     """{filter: {variant: {ms, rows, short, top20}}} over the work items."""
     out: dict[str, dict[str, Any]] = {}
     for name, (condition, _) in FILTERS.items():
@@ -71,9 +74,12 @@ def measure(conn: psycopg.Connection, work: list[dict[str, Any]], caps: list[int
             ms, truth = _timed(conn, exact, params)
             _add(samples, "exact", ms, len(truth), 1.0)
             for cap in caps:
-                conn.execute(f"SET hnsw.max_scan_tuples = {int(cap)}")
-                ms, found = _timed(conn, graph, params)
-                _add(samples, f"graph {cap}", ms, len(found), _share(found, truth[:20]))
+                for ef in efs:
+                    conn.execute(f"SET hnsw.max_scan_tuples = {int(cap)}")
+                    conn.execute(f"SET hnsw.ef_search = {int(ef)}")
+                    ms, found = _timed(conn, graph, params)
+                    variant = f"graph {cap}" + (f" ef {ef}" if len(efs) > 1 else "")
+                    _add(samples, variant, ms, len(found), _share(found, truth[:20]))
         out[name] = {
             variant: {
                 "ms": summarise(s["ms"]),
@@ -122,7 +128,7 @@ def main() -> None:
         with psycopg.connect(stack.database_url) as conn:
             register_vector(conn)
             conn.execute("SET hnsw.iterative_scan = relaxed_order")
-            results = measure(conn, work, caps)
+            results = measure(conn, work, caps, [int(e) for e in args.ef_search.split(",")])
     rows = [
         Row(
             f"{name} {variant}",
