@@ -181,6 +181,10 @@ class RetrievalSettings(_Section):
     read_ahead: bool = True
     read_ahead_idle_seconds: int = Field(600, ge=1)
     read_ahead_max_mb: int = Field(2048, ge=1)
+    # When the API starts, the users read ahead most recently before (kept in Redis) are
+    # read ahead again, newest first, until this many MB have been read (each user whole,
+    # within read_ahead_max_mb); 0 switches it off.
+    read_ahead_startup_mb: int = Field(2048, ge=0)
 
 
 class PipelineSettings(_Section):

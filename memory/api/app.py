@@ -33,7 +33,10 @@ from memory.api.routes import export as export_routes
 from memory.api.routes import links as link_routes
 from memory.api.routes import sleep as sleep_routes
 from memory.api.routes import stats as stats_routes
+from memory.clients.redis import get_redis
+from memory.config import get_settings
 from memory.ops.logs import configure_logging
+from memory.retrieval.recent_users import RecentUsers
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +49,27 @@ def _warm_up() -> None:
         embed_query("warm up")
     except Exception as exc:  # the API still serves everything that needs no embedding
         log.warning("embedder warm-up failed: %s", exc)
+
+
+# Users read ahead at start-up at most; `read_ahead_startup_mb` bounds their bytes.
+STARTUP_USERS = 1000
+# API processes starting within this many seconds of one another read them once.
+STARTUP_CLAIM_SECONDS = 60
+
+
+def read_ahead_recent_users() -> bool:
+    """At start-up, when read-ahead is on: the recent users' files and rows read ahead in
+    the background by one of the deployment's starting processes; True when started."""
+    retrieval = get_settings().retrieval
+    if not retrieval.read_ahead or retrieval.read_ahead_startup_mb == 0:
+        return False
+    if not RecentUsers(get_redis).claim_startup(STARTUP_CLAIM_SECONDS):
+        return False
+    return search.WARMER.read_ahead_recent(
+        max_users=STARTUP_USERS,
+        total_bytes=retrieval.read_ahead_startup_mb << 20,
+        max_bytes=retrieval.read_ahead_max_mb << 20,
+    )
 
 
 def _freeze_startup_heap() -> None:
@@ -66,6 +90,8 @@ def _freeze_startup_heap() -> None:
 async def lifespan(_: FastAPI) -> AsyncIterator[None]:
     configure_logging()
     await run_in_threadpool(_warm_up)
+    if await run_in_threadpool(read_ahead_recent_users):
+        log.info("reading the recent users' search files ahead")
     _freeze_startup_heap()
     yield
 

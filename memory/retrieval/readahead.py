@@ -15,6 +15,7 @@ import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
@@ -152,9 +153,14 @@ _ROW_BYTES = text(
 )
 
 
-def read_user_rows(*, session: Session, tenant_id: str, user_id: str, max_bytes: int) -> int:
+class RowsRead(NamedTuple):
+    rows: int
+    bytes: int  # at the heap's mean row size
+
+
+def read_user_rows(*, session: Session, tenant_id: str, user_id: str, max_bytes: int) -> RowsRead:
     """Read the user's active notes' rows of the shared `notes` heap into PostgreSQL's
-    buffers, as many as `max_bytes` holds at the heap's mean row size; the rows read.
+    buffers, as many as `max_bytes` holds at the heap's mean row size.
 
     Why: after a restart, a 100k user's searches read thousands of `notes` blocks one at
     a time (7,334 in 50 searches, session 17), the candidates' rows and their adjacent
@@ -164,14 +170,15 @@ def read_user_rows(*, session: Session, tenant_id: str, user_id: str, max_bytes:
     The transaction is bound to the user (`scope_session`), so row-level security
     admits no other user's row even if the SQL were wrong.
     """
-    row_bytes = float(session.execute(_ROW_BYTES).scalar() or 0.0)
-    rows = int(max_bytes / max(row_bytes, 1.0))
+    row_bytes = max(float(session.execute(_ROW_BYTES).scalar() or 0.0), 1.0)
+    rows = int(max_bytes / row_bytes)
     if rows < 1:
-        return 0
+        return RowsRead(0, 0)
     scope_session(session, tenant_id=tenant_id, user_id=user_id)
     session.execute(_BITMAP_SCAN_ONLY)
     who = {"tenant_id": tenant_id, "user_id": user_id, "rows": rows}
-    return int(session.execute(_USER_ROWS, who).scalar() or 0)
+    read = int(session.execute(_USER_ROWS, who).scalar() or 0)
+    return RowsRead(read, int(read * row_bytes))
 
 
 def segment_paths(directory: Path, relation: RelationFile) -> list[Path]:

@@ -6,13 +6,15 @@ candidates' rows). After a restart, or after a while on a machine whose page cac
 reclaimed, each of those is a disk read of ~100 µs made one at a time: a 100k-note
 user's first searches took 116 ms mean against 37 warm, and reading the user's files
 ahead (621 MB in 1.4 s) halved the first pass's mean (benchmarks/README.md, session 16);
-reading their `notes` rows too took a fifth to two fifths more off (session 18). The
+reading their `notes` rows too took another 14-43 % off it (session 18). The
 kernel reads a whole file, and a bitmap heap scan a user's rows, far faster than index
 walks fault them in page by page.
 
 Invariants: never on a request's path — `UserWarmer.note_search` is a dictionary look-up
 and at most a hand-off to one background thread; a user is read ahead at most once per
-`read_ahead_idle_seconds` of searches; files are read only where they are the server's
+`read_ahead_idle_seconds` of searches, and at start-up the users read ahead most
+recently before (`memory.retrieval.recent_users`), newest first, until a total budget
+is spent, each then counting as searched; files are read only where they are the server's
 own (`memory.retrieval.readahead.local_data_directory`), rows wherever the server is;
 at most `max_bytes` of files per user, the dense route's graph first, then rows in what
 remains. It only reads: it changes no data, and any failure only skips it.
@@ -32,12 +34,14 @@ from pathlib import Path
 from sqlalchemy.orm import Session
 
 from memory.retrieval.readahead import (
+    RowsRead,
     list_shared_relations,
     list_user_relations,
     local_data_directory,
     read_ahead,
     read_user_rows,
 )
+from memory.retrieval.recent_users import RecentUsers
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +64,10 @@ class UserWarmer:
         max_pending: int = 64,
         clock: Callable[[], float] = time.monotonic,
         read_rows: bool = True,
+        recent: RecentUsers | None = None,
     ) -> None:
         self._read_rows = read_rows  # False: files only (a benchmark's comparison)
+        self._recent = recent
         self._open_session = open_session
         self._max_users = max_users
         self._max_pending = max_pending
@@ -86,9 +92,7 @@ class UserWarmer:
         now, key = self._clock(), (tenant_id, user_id)
         with self._lock:
             last = self._last_search.pop(key, None)
-            self._last_search[key] = now
-            if len(self._last_search) > self._max_users:
-                self._last_search.popitem(last=False)
+            self._mark_searched(key, now)
             shared = self._last_any is None or now - self._last_any >= idle_seconds
             self._last_any = now
             due = last is None or now - last >= idle_seconds
@@ -102,6 +106,43 @@ class UserWarmer:
             return False
         return True
 
+    def read_ahead_recent(self, *, max_users: int, total_bytes: int, max_bytes: int) -> bool:
+        """At start-up: read ahead the users read ahead most recently before (`recent`),
+        newest first, `max_bytes` at most each, until `total_bytes` have been read (the
+        last user may take it past by up to `max_bytes`: a user is read whole or not at
+        all), on the background thread; True when started. Each user counts as searched
+        when its turn comes, so its first search does not read it again; a user who
+        searched meanwhile is left to that search's own read-ahead."""
+        users = self._recent.most_recent(max_users) if self._recent is not None else []
+        if not users:
+            return False
+        with self._lock:
+            self._pending += 1
+        try:
+            self._executor.submit(self._warm_recent, users, total_bytes, max_bytes)
+        except RuntimeError:  # the executor is shutting down (the process is exiting)
+            self._done()
+            return False
+        return True
+
+    def _warm_recent(self, users: list[tuple[str, str]], total_bytes: int, max_bytes: int) -> None:
+        spent = 0
+        try:
+            for key in users:
+                if spent >= total_bytes:
+                    break
+                with self._lock:
+                    if key in self._last_search:
+                        continue  # searched since the start: its own read-ahead is queued
+                    now = self._clock()
+                    self._mark_searched(key, now)
+                    shared, self._last_any = self._last_any is None, now
+                    self._pending += 1
+                spent += self._warm(*key, shared, max_bytes)
+            log.info("read ahead %d MB of recent users' files and rows", spent >> 20)
+        finally:
+            self._done()
+
     def wait_idle(self, timeout: float = 10.0) -> bool:
         """Whether every started read-ahead finished within `timeout` seconds."""
         deadline = time.monotonic() + timeout
@@ -112,6 +153,12 @@ class UserWarmer:
             time.sleep(0.01)
         return False
 
+    def _mark_searched(self, key: tuple[str, str], now: float) -> None:
+        """Under the lock: `key` searched at `now`, the oldest forgotten beyond max_users."""
+        self._last_search[key] = now
+        if len(self._last_search) > self._max_users:
+            self._last_search.popitem(last=False)
+
     def _done(self) -> None:
         with self._lock:
             self._pending -= 1
@@ -120,7 +167,7 @@ class UserWarmer:
         started = time.perf_counter()
         try:
             common, own = self._read_files(tenant_id, user_id, shared, max_bytes)
-            rows = 0
+            rows = RowsRead(0, 0)
             if self._read_rows and own < max_bytes:
                 with self._open_session() as session:
                     rows = read_user_rows(
@@ -129,20 +176,22 @@ class UserWarmer:
                         user_id=user_id,
                         max_bytes=max_bytes - own,
                     )
+            if self._recent is not None:
+                self._recent.remember(tenant_id, user_id)
             with self._lock:
                 self.read_aheads += 1
                 self.bytes_asked += common + own
-                self.rows_read += rows
+                self.rows_read += rows.rows
             elapsed_ms = (time.perf_counter() - started) * 1000
             log.debug(
                 "read ahead %d MB of %s/%s's files and %d of their rows in %.0f ms",
                 (common + own) >> 20,
                 tenant_id,
                 user_id,
-                rows,
+                rows.rows,
                 elapsed_ms,
             )
-            return common + own
+            return common + own + rows.bytes
         except Exception:  # a cache warmer only: its failure must not disturb anything
             log.warning("read-ahead of %s/%s failed", tenant_id, user_id, exc_info=True)
             return 0

@@ -33,6 +33,7 @@ from memory.retrieval.readahead import (
     read_ahead,
     read_user_rows,
 )
+from memory.retrieval.recent_users import STARTUP_LOCK_KEY, RecentUsers
 from memory.retrieval.warm import UserWarmer
 from tests.integration.test_user_graphs import store  # noqa: F401 - the fixture
 from tests.support.helpers import BARE_NOTE, UNIT_VECTOR, insert_bare_note
@@ -124,7 +125,7 @@ def test_a_users_active_rows_are_read_within_the_budget(store: Session) -> None:
         with Session(engine) as session, session.begin():
             return read_user_rows(
                 session=session, tenant_id="t", user_id=user, max_bytes=int(max_bytes)
-            )
+            ).rows
 
     try:
         assert rows(1 << 30) == 3
@@ -180,6 +181,70 @@ def test_read_ahead_once_per_user_and_again_after_idle(
     assert warm.wait_idle() and warm.read_aheads == 3
     assert warm.bytes_asked == 2 * (shared + mine) + theirs
     assert warm.rows_read == 3 + 2 + 3
+
+
+def test_at_startup_the_most_recent_users_are_read_ahead_first(
+    store: Session,  # noqa: F811
+    redis_url: str,
+) -> None:
+    import redis
+
+    user, other, _ = neighbours(store)
+    add_bare_notes(store, user, 3)
+    add_bare_notes(store, other, 2)
+    engine = create_engine(store.get_bind().url)
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+
+    @contextlib.contextmanager
+    def open_session() -> Iterator[Session]:
+        with Session(engine) as session:
+            yield session
+
+    recent = RecentUsers(lambda: client, key=f"test:recent:{uuid.uuid4().hex}")
+    budget = {"idle_seconds": 600, "max_bytes": 1 << 30}
+    try:
+        before = UserWarmer(open_session, recent=recent)  # the API before its restart
+        for who in (other, user):
+            assert before.note_search("t", who, **budget) and before.wait_idle()
+        assert recent.most_recent(10) == [("t", user), ("t", other)]
+
+        # Restarted, with room for one user: the newest only, counted as searched.
+        after = UserWarmer(open_session, recent=recent)
+        assert after.read_ahead_recent(max_users=10, total_bytes=1, max_bytes=1 << 30)
+        assert after.wait_idle() and after.read_aheads == 1 and after.rows_read == 3
+        assert after.note_search("t", user, **budget) is False  # already read
+        assert after.note_search("t", other, **budget) is True
+
+        # A user who searched before its turn came is left to that search's read-ahead.
+        again = UserWarmer(open_session, recent=recent)
+        assert again.note_search("t", user, **budget) is True
+        assert again.read_ahead_recent(max_users=10, total_bytes=1 << 30, max_bytes=1 << 30)
+        assert again.wait_idle() and again.read_aheads == 2 and again.rows_read == 3 + 2
+    finally:
+        client.close()
+        engine.dispose()
+
+
+def test_the_api_reads_recent_users_ahead_once_per_start(
+    api_client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory.api.app import read_ahead_recent_users
+    from memory.clients.redis import get_redis
+    from memory.config import reset_settings_cache
+
+    get_redis().delete(STARTUP_LOCK_KEY)
+    RecentUsers(get_redis).remember("t", f"u-{uuid.uuid4().hex[:8]}")
+    try:
+        assert read_ahead_recent_users() is True
+        assert read_ahead_recent_users() is False  # another process of the same start
+        get_redis().delete(STARTUP_LOCK_KEY)
+        monkeypatch.setenv("MUMA_RETRIEVAL__READ_AHEAD_STARTUP_MB", "0")
+        reset_settings_cache()
+        assert read_ahead_recent_users() is False  # switched off
+    finally:
+        monkeypatch.undo()
+        reset_settings_cache()
+        get_redis().delete(STARTUP_LOCK_KEY)
 
 
 def test_a_warmer_that_may_not_read_the_files_reads_the_rows(store: Session) -> None:  # noqa: F811

@@ -24,11 +24,13 @@ from memory.api.deps import PrincipalDep
 from memory.api.identity import resolve_viewer
 from memory.api.schemas import Identifier, Kind, Strict
 from memory.clients.embedder import embed_query
+from memory.clients.redis import get_redis
 from memory.config import RetrievalSettings, get_settings
 from memory.db import scope_session, session_scope
 from memory.notes.service import readable_note_sources
 from memory.retrieval.budget import Deadline
 from memory.retrieval.context import build_context
+from memory.retrieval.recent_users import RecentUsers
 from memory.retrieval.routes import SearchFilters
 from memory.retrieval.service import SearchHit, SearchOptions, json_number, search_notes
 from memory.retrieval.warm import UserWarmer
@@ -41,8 +43,9 @@ _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="context")
 _EMBED_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="embed")
 CONTEXT_POOL_SIZE = 40
 OPTIONAL_STEPS_SHARE = 0.5
-# Reads a user's search files ahead after their first search (`memory.retrieval.warm`).
-WARMER = UserWarmer(session_scope)
+# Reads a user's search files ahead after their first search (`memory.retrieval.warm`),
+# and at start-up those of the users read ahead most recently before.
+WARMER = UserWarmer(session_scope, recent=RecentUsers(get_redis))
 
 
 class SearchIn(Strict):
