@@ -127,8 +127,10 @@ def plan_user_graphs(
             total = owners.get((tenant_id, user_id), 0)
             if count < domain_min_notes or count > domain_max_share * total:
                 continue
+            part = partitions.get((tenant_id, user_id))
+            if part is None:  # grew between the two counts: its turn comes next run
+                continue
             name = domain_graph_name(tenant_id, user_id, domain)
-            part = partitions[tenant_id, user_id]
             wanted[name] = UserGraph(name, part, tenant_id, user_id, count, domain)
     existing = {row.name: row.valid for row in session.execute(_EXISTING, {"prefix": PREFIX + "%"})}
     plan = GraphPlan()
