@@ -33,10 +33,8 @@ from memory.api.routes import export as export_routes
 from memory.api.routes import links as link_routes
 from memory.api.routes import sleep as sleep_routes
 from memory.api.routes import stats as stats_routes
-from memory.clients.redis import get_redis
 from memory.config import get_settings
 from memory.ops.logs import configure_logging
-from memory.retrieval.recent_users import RecentUsers
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +61,7 @@ def read_ahead_recent_users() -> bool:
     retrieval = get_settings().retrieval
     if not retrieval.read_ahead or retrieval.read_ahead_startup_mb == 0:
         return False
-    if not RecentUsers(get_redis).claim_startup(STARTUP_CLAIM_SECONDS):
+    if not search.RECENT_USERS.claim_startup(STARTUP_CLAIM_SECONDS):
         return False
     return search.WARMER.read_ahead_recent(
         max_users=STARTUP_USERS,

@@ -15,7 +15,7 @@ filtered searches too.
 
 A search filtered to one domain walks the user's graph outwards from the query and keeps
 only entries of that domain; when the domain is not what the question is about, the walk
-meets the slice late or never and the read path ranks the slice exactly instead (42 ms
+meets the slice late or never and the read path ranks the slice exactly instead (39.5 ms
 mean, p95 54 for a 100k user's 21,600-note slice). A partial graph WHERE tenant, user and
 domain are the slice's answers from the slice alone: 4.3 ms mean, p95 5.5, built in 4.6 s
 (benchmarks/README.md, session 18). `domain = ANY(ARRAY[d])` with one constant implies

@@ -98,13 +98,7 @@ class UserWarmer:
             due = last is None or now - last >= idle_seconds
             if not due or self._pending >= self._max_pending:
                 return False
-            self._pending += 1
-        try:
-            self._executor.submit(self._warm, tenant_id, user_id, shared, max_bytes)
-        except RuntimeError:  # the executor is shutting down (the process is exiting)
-            self._done()
-            return False
-        return True
+        return self._submit(self._warm, tenant_id, user_id, shared, max_bytes)
 
     def read_ahead_recent(self, *, max_users: int, total_bytes: int, max_bytes: int) -> bool:
         """At start-up: read ahead the users read ahead most recently before (`recent`),
@@ -116,11 +110,16 @@ class UserWarmer:
         users = self._recent.most_recent(max_users) if self._recent is not None else []
         if not users:
             return False
+        return self._submit(self._warm_recent, users, total_bytes, max_bytes)
+
+    def _submit(self, work: Callable[..., object], *args: object) -> bool:
+        """Hand `work` to the background thread, counted as pending until it calls
+        `_done`; False when the executor is shutting down (the process is exiting)."""
         with self._lock:
             self._pending += 1
         try:
-            self._executor.submit(self._warm_recent, users, total_bytes, max_bytes)
-        except RuntimeError:  # the executor is shutting down (the process is exiting)
+            self._executor.submit(work, *args)
+        except RuntimeError:
             self._done()
             return False
         return True
@@ -203,8 +202,10 @@ class UserWarmer:
     ) -> tuple[int, int]:
         """The shared indexes' bytes asked (when `shared`) and the user's; none when the
         data directory is not this process's to read."""
+        if self._no_files:
+            return 0, 0
         with self._open_session() as session:
-            if self._directory is None and not self._no_files:
+            if self._directory is None:
                 self._directory = local_data_directory(session=session)
                 self._no_files = self._directory is None
             if self._directory is None:

@@ -45,7 +45,8 @@ CONTEXT_POOL_SIZE = 40
 OPTIONAL_STEPS_SHARE = 0.5
 # Reads a user's search files ahead after their first search (`memory.retrieval.warm`),
 # and at start-up those of the users read ahead most recently before.
-WARMER = UserWarmer(session_scope, recent=RecentUsers(get_redis))
+RECENT_USERS = RecentUsers(get_redis)
+WARMER = UserWarmer(session_scope, recent=RECENT_USERS)
 
 
 class SearchIn(Strict):

@@ -45,17 +45,20 @@ def test_a_relation_over_1gb_has_a_file_per_segment(tmp_path: Path) -> None:
 class _NoPrivilege:
     """A session whose server refuses every statement; it records what it was asked."""
 
-    asked: list[str] = []
+    def __init__(self, asked: list[str]) -> None:
+        self.asked = asked
 
     def execute(self, statement: Any, *args: Any, **kwargs: Any) -> Any:
-        _NoPrivilege.asked.append(str(statement))
+        self.asked.append(str(statement))
         raise DBAPIError(str(statement), {}, Exception("denied"))
 
 
 def test_a_warmer_that_cannot_read_the_files_asks_for_them_once() -> None:
+    asked: list[str] = []
+
     @contextlib.contextmanager
     def open_session() -> Iterator[Any]:
-        yield _NoPrivilege()
+        yield _NoPrivilege(asked)
 
     warmer = UserWarmer(open_session)
     budget = {"idle_seconds": 0, "max_bytes": 1 << 20}
@@ -63,14 +66,14 @@ def test_a_warmer_that_cannot_read_the_files_asks_for_them_once() -> None:
     assert warmer.wait_idle() and warmer.read_aheads == 0  # the rows were refused too
     assert warmer.note_search("t", "u2", **budget) is True  # rows need no data directory
     assert warmer.wait_idle() and warmer.read_aheads == 0
-    directory = [s for s in _NoPrivilege.asked if "data_directory" in s]
-    assert len(directory) == 1 and len(_NoPrivilege.asked) == 3  # then one rows' try each
+    directory = [s for s in asked if "data_directory" in s]
+    assert len(directory) == 1 and len(asked) == 3  # then one rows' try each
 
 
 def test_the_users_remembered_are_bounded() -> None:
     @contextlib.contextmanager
     def open_session() -> Iterator[Any]:
-        yield _NoPrivilege()
+        yield _NoPrivilege([])
 
     # No read-ahead is ever started: only the bookkeeping is under test.
     warmer = UserWarmer(open_session, max_users=2, max_pending=0, clock=lambda: 0.0)
