@@ -353,8 +353,8 @@ def fill_note_vectors(conn: psycopg.Connection) -> None:
     conn.execute("TRUNCATE note_vectors")
     conn.execute(
         "INSERT INTO note_vectors (tenant_id, user_id, note_id, active, embedding, kind,"
-        " domain, occurred_at) SELECT tenant_id, user_id, id, status = 'active', embedding,"
-        " kind, domain, occurred_at FROM notes"
+        " domain, occurred_at, expires_at) SELECT tenant_id, user_id, id, status = 'active',"
+        " embedding, kind, domain, occurred_at, expires_at FROM notes"
         " WHERE embedding IS NOT NULL AND status IN ('active', 'archived') AND valid_to IS NULL"
     )
     conn.execute("TRUNCATE note_window_vectors")

@@ -135,10 +135,10 @@ class Note(Base):
 class NoteVector(Base):
     """The vectors of the searchable notes, in a narrow table for nearest-neighbour search.
 
-    Invariants: maintained only by the trigger of migrations 0004 and 0006 (never written
-    by application code): one row per note with a vector that is active or archived and
-    current (valid_to IS NULL), same tenant, user, id, kind, domain and occurred_at,
-    `active` = status is 'active'.
+    Invariants: maintained only by the trigger of migrations 0004, 0006 and 0010 (never
+    written by application code): one row per note with a vector that is active or
+    archived and current (valid_to IS NULL), same tenant, user, id, kind, domain,
+    occurred_at and expires_at, `active` = status is 'active'.
     Hash-partitioned by (tenant_id, user_id) into `note_vectors_p00`..`p63`, each with its
     own HNSW graph and btrees on the filter columns (0007); a query pruned to one
     partition needs equality on both columns.
@@ -170,6 +170,9 @@ class NoteVector(Base):
     kind: Mapped[str] = mapped_column(String(16))
     domain: Mapped[str] = mapped_column(String(64))
     occurred_at: Mapped[datetime] = mapped_column(Timestamp)
+    # Notes past their TTL wait for the decay sweep as `active`; the graph scan passes
+    # over them here instead of filling the pool the access rules then empty (0010).
+    expires_at: Mapped[datetime | None] = mapped_column(Timestamp)
 
 
 class NoteWindowVector(Base):

@@ -282,3 +282,43 @@ def test_0009_fills_the_terms_mirror_and_downgrades(scratch_database: str) -> No
             conn.execute(insert, {**BARE_NOTE, "id": uuid.uuid4(), "v": None})  # no trigger left
     finally:
         engine.dispose()
+
+
+def test_0010_copies_expiry_into_the_vector_mirror_and_downgrades(scratch_database: str) -> None:
+    upgrade_database("0009", url=scratch_database)
+    engine = create_engine(scratch_database)
+    insert = insert_bare_note()
+    expiring, lasting = uuid.uuid4(), uuid.uuid4()
+    expiry = datetime(2025, 1, 8, tzinfo=UTC)
+    mirrored = text("SELECT note_id, expires_at FROM note_vectors")
+    column = text(
+        "SELECT count(*) FROM information_schema.columns"
+        " WHERE table_name = 'note_vectors' AND column_name = 'expires_at'"
+    )
+    try:
+        with engine.begin() as conn:
+            for note_id in (expiring, lasting):
+                conn.execute(insert, {**BARE_NOTE, "id": note_id, "v": UNIT_VECTOR})
+            conn.execute(
+                text("UPDATE notes SET expires_at = :e WHERE id = :id"),
+                {"e": expiry, "id": expiring},
+            )
+        upgrade_database("0010", url=scratch_database)
+        with engine.begin() as conn:
+            assert dict(conn.execute(mirrored).tuples().all()) == {expiring: expiry, lasting: None}
+            conn.execute(
+                text("UPDATE notes SET expires_at = :e WHERE id = :id"),
+                {"e": expiry, "id": lasting},
+            )  # the trigger now follows it
+            both = dict(conn.execute(mirrored).tuples().all())
+            assert both == {expiring: expiry, lasting: expiry}
+        downgrade_database("0009", url=scratch_database)
+        with engine.begin() as conn:
+            assert conn.execute(column).scalar_one() == 0
+            conn.execute(
+                text("UPDATE notes SET kind = 'decision' WHERE id = :id"), {"id": lasting}
+            )  # 0006's trigger again: it copies the filter columns, and no expiry
+            kinds = text("SELECT kind FROM note_vectors WHERE note_id = :id")
+            assert conn.execute(kinds, {"id": lasting}).scalar_one() == "decision"
+    finally:
+        engine.dispose()

@@ -1,5 +1,6 @@
-"""note_vectors carry kind, domain and occurred_at (migration 0006): the trigger keeps them
-equal to the note's, and a filtered dense search rejects entries in the mirror itself."""
+"""note_vectors carry kind, domain, occurred_at (migration 0006) and expires_at (0010): the
+trigger keeps them equal to the note's, and a dense search rejects filtered-out and
+expired entries in the mirror itself."""
 
 from __future__ import annotations
 
@@ -27,7 +28,10 @@ from tests.support.helpers import new_note
 pytestmark = pytest.mark.integration
 
 SCAN_TUPLES = "SELECT current_setting('hnsw.max_scan_tuples', true)"
-MIRROR = "SELECT kind, domain, occurred_at, xmin::text AS x FROM note_vectors WHERE note_id = :id"
+MIRROR = (
+    "SELECT kind, domain, occurred_at, expires_at, xmin::text AS x"
+    " FROM note_vectors WHERE note_id = :id"
+)
 START = datetime(2025, 1, 1, tzinfo=UTC)
 DOMAINS = ("work", "health", "travel", "family", "money")
 
@@ -46,14 +50,20 @@ def test_mirror_copies_and_follows_the_filter_columns(
     )
     with session_scope() as session:
         session.add(note)
-    assert _mirror(note.id)[:3] == ("decision", "work", START)
+    assert _mirror(note.id)[:4] == ("decision", "work", START, None)
     later = START + timedelta(days=3)
     with session_scope() as session:
         stored = session.get(Note, note.id)
         assert stored is not None
         stored.kind, stored.domain, stored.occurred_at = "preference", "health", later
     changed = _mirror(note.id)
-    assert changed[:3] == ("preference", "health", later)
+    assert changed[:4] == ("preference", "health", later, None)
+    with session_scope() as session:
+        stored = session.get(Note, note.id)
+        assert stored is not None
+        stored.expires_at = later
+    changed = _mirror(note.id)
+    assert changed[:4] == ("preference", "health", later, later)
     with session_scope() as session:  # other columns do not rewrite the mirror
         session.execute(text("UPDATE notes SET pinned = true WHERE id = :id"), {"id": note.id})
     assert _mirror(note.id) == changed
@@ -110,6 +120,46 @@ def test_filtered_dense_route_rejects_entries_in_the_mirror_and_ranks_exactly(
     assert all(column in mirror_scan.group(0) for column in ("kind", "domain", "occurred_at")), (
         re.sub(r"'\[.*?\]'", "v", plan)
     )
+
+
+def test_notes_past_their_ttl_take_no_place_in_the_dense_pool(
+    database_url: str, tenant_id: str, user_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before the decay sweep expires them, notes past their TTL are still `active`; the
+    nearest of them must not fill the pool and push the route into its fallback."""
+    rng = np.random.default_rng(9)
+    query = np.asarray(_vector(rng))
+    # The 30 nearest notes (close to the query) expired yesterday; 20 others never expire.
+    near = [query + 0.05 * np.asarray(_vector(rng)) for _ in range(30)]
+    far = [query + 0.6 * np.asarray(_vector(rng)) for _ in range(20)]
+    vectors = [v / np.linalg.norm(v) for v in near + far]
+    yesterday = datetime.now(UTC) - timedelta(days=1)
+    notes = [
+        new_note(
+            tenant_id,
+            user_id,
+            f"n{i}",
+            embedding=list(v),
+            expires_at=yesterday if i < len(near) else None,
+        )
+        for i, v in enumerate(vectors)
+    ]
+    with session_scope() as session:
+        session.add_all(notes)
+
+    def no_fallback(shape: object, limit: int) -> SimpleNamespace:
+        raise AssertionError("the pool came up short and the route fell back")
+
+    monkeypatch.setattr(r, "_dense_statement", no_fallback)
+    scope = r.ReadScope(Viewer(tenant_id, user_id, "main"))
+    with session_scope() as session:
+        found, plan = _with_last_plan(
+            session, lambda: r.dense_route(session, scope, vector_text(query), limit=5)
+        )
+    fresh = sorted(range(len(near), len(notes)), key=lambda i: -float(vectors[i] @ query))
+    assert list(found) == [notes[i].id for i in fresh[:5]]
+    mirror_scan = re.search(r"on note_vectors_p\d+.*?(?=\n\s*->|\Z)", plan, re.S)
+    assert mirror_scan is not None and "expires_at" in mirror_scan.group(0), plan
 
 
 def test_a_filtered_search_whose_graph_scan_comes_up_short_ranks_its_slice_before_the_join(
