@@ -60,8 +60,9 @@ def _spawn_api(stack: BenchStack, checkout: Path) -> tuple[subprocess.Popen[byte
     url = f"http://127.0.0.1:{port}"
     for _ in range(240):
         try:
-            # Any answer will do: /healthz says 503 while no worker runs (none here).
-            httpx.get(f"{url}/healthz", timeout=1)
+            # Any answer will do: /healthz says 503 while no worker runs (none here),
+            # after its one-second wait for a worker's reply.
+            httpx.get(f"{url}/healthz", timeout=5)
             return process, url
         except httpx.HTTPError:
             pass

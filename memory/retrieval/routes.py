@@ -18,7 +18,6 @@ from typing import Any
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     ColumnElement,
-    DateTime,
     Integer,
     String,
     bindparam,
@@ -41,6 +40,7 @@ from memory.retrieval.scope import (
     filter_conditions,
     scope_conditions,
     shape_cached,
+    unexpired,
 )
 from memory.types import id_in_param
 
@@ -100,8 +100,7 @@ def _vector_scope(shape: ScopeShape) -> list[ColumnElement[bool]]:
     if not shape.include_archived:
         scope.append(NoteVector.active)
     # Expired but not yet swept: rejected in the graph scan, not after the join (0010).
-    now = bindparam("now", type_=DateTime(timezone=True))
-    scope.append(or_(NoteVector.expires_at.is_(None), NoteVector.expires_at > now))
+    scope.append(unexpired(NoteVector))
     # The filters on the mirror's own columns: the graph scan rejects an entry there,
     # before any join (0006).
     return scope + filter_conditions(shape, NoteVector)

@@ -108,14 +108,20 @@ def scope_conditions(
     routes whose candidates come from a per-user index (see `bound_visible_clause`)."""
     # Constant per shape, so written as literals: the planner sees the same `IN` as ever.
     statuses = ("active", "archived") if shape.include_archived else ("active",)
-    now = bindparam("now", type_=DateTime(timezone=True))
     parts: list[ColumnElement[bool]] = [
         bound_visible_clause(shape.viewer, note, scope_by_index=scope_by_index),
         note.status.in_([_constant(s) for s in statuses]),
         note.valid_to.is_(None),
-        or_(note.expires_at.is_(None), note.expires_at > now),
+        unexpired(note),
     ]
     return and_(*parts, *filter_conditions(shape, note))
+
+
+def unexpired(table: Any) -> ColumnElement[bool]:
+    """No TTL on `table`'s row (notes, or their mirror note_vectors), or one not yet
+    passed at the scope's `now`: a note past it is unreadable before the sweep expires it."""
+    now = bindparam("now", type_=DateTime(timezone=True))
+    return or_(table.expires_at.is_(None), table.expires_at > now)
 
 
 def filter_conditions(shape: ScopeShape, table: Any) -> list[ColumnElement[bool]]:

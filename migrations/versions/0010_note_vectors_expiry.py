@@ -16,9 +16,10 @@ from the row it already reads, like the filters of 0006.
 
 The trigger of 0006 now also copies expires_at, and fires when it changes. Upgrading adds
 the column (NULL, so no rewrite) and copies it only for the notes that have a TTL, with
-the graphs in place: a TTL is set only on request (`ttl` session or short), so few rows
-change, each gaining a second graph entry until VACUUM removes the old one. (0006 rebuilt
-the graphs because it changed every row.)
+the graphs in place: each such row gains a second entry in each graph that holds it
+(until VACUUM removes the old one), about 4.7 ms a row. On the benchmark's million notes,
+71,712 with a TTL (never swept), 338 s; a deployment whose sweep runs holds only the
+notes whose TTL has not passed. (0006 rebuilt the graphs because it changed every row.)
 """
 
 import importlib.util
