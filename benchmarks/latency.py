@@ -163,7 +163,7 @@ def ensure_data(stack: BenchStack, plan: dict[str, int], args: argparse.Namespac
 def build_user_graphs() -> dict[str, float]:
     """What the maintenance queue's `build_user_graphs` does in the product (memory.notes.
     graphs): a graph of its own for each large user that shares its partition, and for
-    each large domain slice of a user's vectors."""
+    each large domain or kind slice of a user's vectors."""
     from memory.config import get_settings
     from memory.db import session_scope
     from memory.notes.graphs import update_user_graphs
@@ -174,16 +174,20 @@ def build_user_graphs() -> dict[str, float]:
         plan = update_user_graphs(
             session=session,
             min_notes=retrieval.dedicated_graph_notes,
-            domain_min_notes=retrieval.domain_graph_notes,
-            domain_max_share=retrieval.domain_graph_max_share,
+            slice_min_notes=retrieval.domain_graph_notes,
+            slice_max_share=retrieval.domain_graph_max_share,
         )
     if plan is None:
         raise SystemExit("another run is building user graphs; run the benchmark again later")
     for graph in plan.create:
-        of = graph.user_id if graph.domain is None else f"{graph.user_id}'s {graph.domain}"
+        of = graph.user_id + "".join(
+            f"'s {column} {value}"
+            for column, value in (("domain", graph.domain), ("kind", graph.kind))
+            if value is not None
+        )
         log(f"  a graph of its own for {of} ({graph.partition}, {graph.notes:,} vectors)")
     seconds = time.perf_counter() - started
-    log(f"  {len(plan.create)} user and domain graphs built in {seconds:.0f}s")
+    log(f"  {len(plan.create)} user and slice graphs built in {seconds:.0f}s")
     return {"built": len(plan.create), "kept": len(plan.keep), "seconds": round(seconds, 1)}
 
 

@@ -49,8 +49,8 @@ def build_user_graphs(self: DbTask) -> dict[str, int]:
         plan = update_user_graphs(
             session=session,
             min_notes=retrieval.dedicated_graph_notes,
-            domain_min_notes=retrieval.domain_graph_notes,
-            domain_max_share=retrieval.domain_graph_max_share,
+            slice_min_notes=retrieval.domain_graph_notes,
+            slice_max_share=retrieval.domain_graph_max_share,
         )
     if plan is None:  # another run is building
         return {"created": 0, "dropped": 0, "kept": 0}

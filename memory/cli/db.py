@@ -50,12 +50,13 @@ def current() -> None:
 @click.option("--dry-run", is_flag=True, help="print the plan, change nothing")
 def user_graphs(min_notes: int | None, dry_run: bool) -> None:
     """Give large users that share a partition of note_vectors an HNSW graph of their own,
-    and large domain slices of a user's vectors one too.
+    and large domain and kind slices of a user's vectors one too.
 
     \b
     The maintenance queue does this every retrieval.dedicated_graph_interval_minutes;
     run it by hand after a bulk import. A build takes about a minute per 100k vectors.
-    Slices: retrieval.domain_graph_notes and retrieval.domain_graph_max_share.
+    Slices (domains and kinds): retrieval.domain_graph_notes and
+    retrieval.domain_graph_max_share.
     Example:
       muma db user-graphs --dry-run
     """
@@ -71,21 +72,25 @@ def user_graphs(min_notes: int | None, dry_run: bool) -> None:
             plan = plan_user_graphs(
                 session=session,
                 min_notes=threshold,
-                domain_min_notes=slice_notes,
-                domain_max_share=slice_share,
+                slice_min_notes=slice_notes,
+                slice_max_share=slice_share,
             )
         else:
             found = update_user_graphs(
                 session=session,
                 min_notes=threshold,
-                domain_min_notes=slice_notes,
-                domain_max_share=slice_share,
+                slice_min_notes=slice_notes,
+                slice_max_share=slice_share,
             )
             if found is None:
                 raise click.ClickException("another run is building user graphs; try again later")
             plan = found
     for graph in plan.create:
-        of = "" if graph.domain is None else f" domain {graph.domain!r}"
+        of = "".join(
+            f" {column} {value!r}"
+            for column, value in (("domain", graph.domain), ("kind", graph.kind))
+            if value is not None
+        )
         console.print(
             f"{'build' if dry_run else 'built'} {graph.name} on {graph.partition}"
             f" for {graph.tenant_id}/{graph.user_id}{of} ({graph.notes:,} vectors)"
@@ -95,6 +100,6 @@ def user_graphs(min_notes: int | None, dry_run: bool) -> None:
     console.print(
         f"{'would build' if dry_run else 'built'} {len(plan.create)},"
         f" {'would drop' if dry_run else 'dropped'} {len(plan.drop)}, kept {len(plan.keep)}"
-        f" (users with at least {threshold:,} vectors in a shared partition; domains with"
+        f" (users with at least {threshold:,} vectors in a shared partition; domains and kinds with"
         f" at least {retrieval.domain_graph_notes:,} of a user's vectors)"
     )

@@ -20,12 +20,16 @@ mean, p95 54 for a 100k user's 21,600-note slice). A partial graph WHERE tenant,
 domain are the slice's answers from the slice alone: 4.3 ms mean, p95 5.5, built in 4.6 s
 (benchmarks/README.md, session 18). `domain = ANY(ARRAY[d])` with one constant implies
 the predicate, so a search filtered to one domain uses it; to several, the user's graph.
+Kind slices get graphs the same way: a kinds filter asks each kind's slice for its own
+pool (`memory.retrieval.routes`), so two kinds' pool of 200 took 2.7 ms mean against 8.9
+from the user's graph (benchmarks/README.md, session 19).
 
 Invariants: a user has one exactly when it holds at least `min_notes` vectors and its
 partition holds other users' vectors too; a (user, domain) slice has one exactly when it
-holds at least `domain_min_notes` vectors and at most `domain_max_share` of the user's
-(in a larger share the user's graph meets the slice soon enough). Index names are
-hashes of (tenant, user) and, for a slice, of its domain after the user's name, so
+holds at least `slice_min_notes` vectors and at most `slice_max_share` of the user's
+(in a larger share the user's graph meets the slice soon enough), and so does a (user,
+kind) slice. Index names are hashes of (tenant, user) and, for a slice, of its domain (or
+`k` and its kind) after the user's name, so
 planning twice plans nothing new and a user's slices are found by the user's name;
 an index left invalid by an interrupted build is dropped and built again. Builds and
 drops run CONCURRENTLY (writes go on meanwhile), so they need a connection in
@@ -47,8 +51,8 @@ LOCK_KEY = 0x6D756D61_67726170  # "muma" "grap"
 
 @dataclass(frozen=True)
 class UserGraph:
-    """A dedicated graph: its index name, partition, and whose vectors it holds (one
-    domain of them when `domain` is set)."""
+    """A dedicated graph: its index name, partition, and whose vectors it holds (those
+    of one domain or one kind when `domain` or `kind` is set)."""
 
     name: str
     partition: str
@@ -56,6 +60,7 @@ class UserGraph:
     user_id: str
     notes: int
     domain: str | None = None
+    kind: str | None = None
 
 
 @dataclass
@@ -76,13 +81,23 @@ def domain_graph_name(tenant_id: str, user_id: str, domain: str) -> str:
     return f"{graph_name(tenant_id, user_id)}_{digest}"
 
 
+def kind_graph_name(tenant_id: str, user_id: str, kind: str) -> str:
+    """The user's graph name, then `_k` and a hash of the kind (50 characters; `k` is
+    not a hex digit, so it never equals a domain's)."""
+    digest = hashlib.sha256(kind.encode()).hexdigest()[:7]
+    return f"{graph_name(tenant_id, user_id)}_k{digest}"
+
+
 # Per user: an index-only scan of the partitions' (tenant_id, user_id, ...) btrees, not
 # the vectors' heap (1M vectors: ~1k pages against 219k with the partition in the key).
 _OWNERS = text("SELECT tenant_id, user_id, count(*) AS n FROM note_vectors GROUP BY 1, 2")
-# Per (user, domain), from the partitions' (tenant_id, user_id, domain) btrees.
-_SLICES = text(
-    "SELECT tenant_id, user_id, domain, count(*) AS n FROM note_vectors GROUP BY 1, 2, 3"
-)
+# Per (user, domain) and (user, kind), from the partitions' btrees on those columns.
+_SLICES = {
+    column: text(
+        f"SELECT tenant_id, user_id, {column}, count(*) AS n FROM note_vectors GROUP BY 1, 2, 3"
+    )
+    for column in ("domain", "kind")
+}
 _PARTITION = text(
     "SELECT tableoid::regclass::text FROM note_vectors"
     " WHERE tenant_id = :tenant_id AND user_id = :user_id LIMIT 1"
@@ -103,13 +118,13 @@ def plan_user_graphs(
     *,
     session: Session,
     min_notes: int,
-    domain_min_notes: int | None = None,
-    domain_max_share: float = 0.5,
+    slice_min_notes: int | None = None,
+    slice_max_share: float = 0.5,
 ) -> GraphPlan:
     """Which dedicated graphs to build and which to drop, from the vectors' owners now;
-    slices' graphs only when `domain_min_notes` is given."""
+    slices' graphs only when `slice_min_notes` is given."""
     owners = {(t, u): int(n) for t, u, n in session.execute(_OWNERS)}
-    smallest = min_notes if domain_min_notes is None else min(min_notes, domain_min_notes)
+    smallest = min_notes if slice_min_notes is None else min(min_notes, slice_min_notes)
     wanted: dict[str, UserGraph] = {}
     partitions: dict[tuple[str, str], str] = {}
     for (tenant_id, user_id), count in owners.items():
@@ -122,22 +137,33 @@ def plan_user_graphs(
         if count >= min_notes and session.execute(others, who).scalar_one():
             name = graph_name(tenant_id, user_id)
             wanted[name] = UserGraph(name, part, tenant_id, user_id, count)
-    if domain_min_notes is not None:
-        for tenant_id, user_id, domain, count in session.execute(_SLICES):
-            total = owners.get((tenant_id, user_id), 0)
-            if count < domain_min_notes or count > domain_max_share * total:
-                continue
-            part = partitions.get((tenant_id, user_id))
-            if part is None:  # grew between the two counts: its turn comes next run
-                continue
-            name = domain_graph_name(tenant_id, user_id, domain)
-            wanted[name] = UserGraph(name, part, tenant_id, user_id, count, domain)
+    if slice_min_notes is not None:
+        for column, slices in _SLICES.items():
+            for tenant_id, user_id, value, count in session.execute(slices):
+                total = owners.get((tenant_id, user_id), 0)
+                if count < slice_min_notes or count > slice_max_share * total:
+                    continue
+                part = partitions.get((tenant_id, user_id))
+                if part is None:  # grew between the two counts: its turn comes next run
+                    continue
+                graph = _slice_graph(part, tenant_id, user_id, count, column, value)
+                wanted[graph.name] = graph
     existing = {row.name: row.valid for row in session.execute(_EXISTING, {"prefix": PREFIX + "%"})}
     plan = GraphPlan()
     for name, valid in sorted(existing.items()):
         (plan.keep if valid and name in wanted else plan.drop).append(name)
     plan.create = [g for name, g in sorted(wanted.items()) if name not in plan.keep]
     return plan
+
+
+def _slice_graph(
+    part: str, tenant_id: str, user_id: str, count: int, column: str, value: str
+) -> UserGraph:
+    if column == "kind":
+        name = kind_graph_name(tenant_id, user_id, value)
+        return UserGraph(name, part, tenant_id, user_id, count, kind=value)
+    name = domain_graph_name(tenant_id, user_id, value)
+    return UserGraph(name, part, tenant_id, user_id, count, domain=value)
 
 
 def apply_user_graphs(*, session: Session, plan: GraphPlan) -> None:
@@ -155,8 +181,9 @@ def apply_user_graphs(*, session: Session, plan: GraphPlan) -> None:
     for graph in plan.create:
         tenant, user = (sql.Literal(v).as_string(driver) for v in (graph.tenant_id, graph.user_id))
         where = f"tenant_id = {tenant} AND user_id = {user}"
-        if graph.domain is not None:
-            where += f" AND domain = {sql.Literal(graph.domain).as_string(driver)}"
+        for column, value in (("domain", graph.domain), ("kind", graph.kind)):
+            if value is not None:
+                where += f" AND {column} = {sql.Literal(value).as_string(driver)}"
         connection.exec_driver_sql(
             f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {graph.name} ON {graph.partition}"
             f" USING hnsw (embedding vector_cosine_ops) WHERE {where}"
@@ -167,8 +194,8 @@ def update_user_graphs(
     *,
     session: Session,
     min_notes: int,
-    domain_min_notes: int | None = None,
-    domain_max_share: float = 0.5,
+    slice_min_notes: int | None = None,
+    slice_max_share: float = 0.5,
 ) -> GraphPlan | None:
     """Plan and apply under an advisory lock; None when another run holds it (two
     CONCURRENTLY builds of one index would collide). `session` in autocommit mode."""
@@ -179,8 +206,8 @@ def update_user_graphs(
         plan = plan_user_graphs(
             session=session,
             min_notes=min_notes,
-            domain_min_notes=domain_min_notes,
-            domain_max_share=domain_max_share,
+            slice_min_notes=slice_min_notes,
+            slice_max_share=slice_max_share,
         )
         apply_user_graphs(session=session, plan=plan)
         return plan

@@ -35,8 +35,10 @@ from memory.access.policy import (
     viewer_shape,
 )
 from memory.notes.models import Note
-from memory.types import utcnow
+from memory.types import NOTE_KINDS, utcnow
 
+# One parameter per kind a search may filter on (memory.types.NOTE_KINDS).
+KIND_PARAMS = tuple(f"filter_kind_{i}" for i in range(1, len(NOTE_KINDS) + 1))
 # Caches a statement builder by its shape arguments (shape, counts, limits): a few dozen
 # compiled statements in practice.
 shape_cached = lru_cache(maxsize=256)
@@ -94,10 +96,18 @@ class ReadScope:
             **viewer_params(self.viewer),
             "now": self.now,
             "filter_kinds": list(f.kinds),
+            # Each known kind once, one parameter each: the dense route asks each for
+            # a pool of its own (`routes._nearest_per_kind`); unused ones are NULL.
+            **_kind_params(f.kinds),
             "filter_domains": list(f.domains),
             "filter_since": f.since,
             "filter_until": f.until,
         }
+
+
+def _kind_params(kinds: tuple[str, ...]) -> dict[str, str | None]:
+    known = [k for k in NOTE_KINDS if k in kinds]
+    return {name: known[i] if i < len(known) else None for i, name in enumerate(KIND_PARAMS)}
 
 
 def scope_conditions(

@@ -122,6 +122,31 @@ def test_filtered_dense_route_rejects_entries_in_the_mirror_and_ranks_exactly(
     )
 
 
+def test_a_kinds_filter_merges_one_pool_per_kind_in_distance_order(
+    database_url: str, tenant_id: str, user_id: str
+) -> None:
+    """Each kind's nearest come from a branch of their own (its graph, when it has one);
+    merged, they are the nearest of all the kinds asked for, each note once, whatever
+    the order or repetition of the kinds."""
+    rng = np.random.default_rng(11)
+    kinds = ("decision", "preference", "episodic")
+    vectors = np.array([_vector(rng) for _ in range(90)])
+    notes = [
+        new_note(tenant_id, user_id, f"n{i}", embedding=list(v), kind=kinds[i % 3])
+        for i, v in enumerate(vectors)
+    ]
+    with session_scope() as session:
+        session.add_all(notes)
+    query = np.asarray(_vector(rng))
+    wanted = [i for i in range(len(notes)) if kinds[i % 3] != "episodic"]
+    exact = sorted(wanted, key=lambda i: -float(vectors[i] @ query))[:8]
+    asked = ("preference", "decision", "preference")
+    scope = r.ReadScope(Viewer(tenant_id, user_id, "main"), r.SearchFilters(kinds=asked))
+    with session_scope() as session:
+        found = r.dense_route(session, scope, vector_text(query), limit=8)
+    assert list(found) == [notes[i].id for i in exact]
+
+
 def test_notes_past_their_ttl_take_no_place_in_the_dense_pool(
     database_url: str, tenant_id: str, user_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

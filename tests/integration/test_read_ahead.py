@@ -76,7 +76,7 @@ def test_a_users_domain_graphs_come_last_and_no_one_elses(store: Session) -> Non
     for who in (user, neighbour):
         add_bare_notes(store, who, 6)  # domain 'general'
         add_bare_notes(store, who, 3, "health")
-    slices = {"min_notes": 1000, "domain_min_notes": 3, "domain_max_share": 0.5}
+    slices = {"min_notes": 1000, "slice_min_notes": 3, "slice_max_share": 0.5}
     apply_user_graphs(session=store, plan=plan_user_graphs(session=store, **slices))
     mine = list_user_relations(session=store, tenant_id="t", user_id=user)
     slice_graph = domain_graph_name("t", user, "health")

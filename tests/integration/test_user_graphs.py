@@ -1,7 +1,8 @@
 """Dedicated HNSW graphs (`memory.notes.graphs`): a large user sharing its partition of
 note_vectors gets a partial graph of its own, which its searches use; a user alone in
 its partition or below the threshold gets none; a large domain slice that is a minority
-of its user's vectors gets one, which searches filtered to that one domain use;
+of its user's vectors gets one, which searches filtered to that one domain use; so
+does a large kind slice, which searches filtered to it or to several kinds use;
 planning is idempotent; a graph no longer needed, or left invalid, is dropped. Run on a
 scratch database, so that the other tests' users do not count."""
 
@@ -19,6 +20,7 @@ from memory.notes.graphs import (
     apply_user_graphs,
     domain_graph_name,
     graph_name,
+    kind_graph_name,
     plan_user_graphs,
     update_user_graphs,
 )
@@ -90,7 +92,7 @@ def test_a_large_domain_slice_gets_a_graph_its_filtered_searches_use(store: Sess
     add_bare_notes(store, user, 6, "it's")  # a domain the DDL must quote
     add_bare_notes(store, user, 14, "general")  # 54 % of the user's: its graph is enough
     add_bare_notes(store, neighbour, 2, "health")
-    slices = {"min_notes": 1000, "domain_min_notes": 5, "domain_max_share": 0.5}
+    slices = {"min_notes": 1000, "slice_min_notes": 5, "slice_max_share": 0.5}
     plan = plan_user_graphs(session=store, **slices)
     health, quoted = (domain_graph_name("t", user, d) for d in ("health", "it's"))
     assert sorted(g.name for g in plan.create) == sorted([health, quoted])
@@ -112,6 +114,39 @@ def test_a_large_domain_slice_gets_a_graph_its_filtered_searches_use(store: Sess
     store.execute(text("DELETE FROM notes WHERE user_id = :u AND domain = 'it''s'"), {"u": user})
     shrunk = plan_user_graphs(session=store, **slices)
     assert shrunk.drop == [quoted] and shrunk.keep == [health] and not shrunk.create
+
+
+def test_large_kind_slices_get_graphs_that_kinds_filters_use_one_pool_each(
+    store: Session,
+) -> None:
+    user, neighbour, _ = neighbours(store)
+    add_bare_notes(store, user, 6, kind="decision")
+    add_bare_notes(store, user, 6, kind="preference")
+    add_bare_notes(store, user, 2, kind="knowledge")  # below the threshold: no graph
+    add_bare_notes(store, user, 16, kind="episodic")  # 53 % of the user's: its graph is enough
+    add_bare_notes(store, neighbour, 2, kind="decision")
+    slices = {"min_notes": 1000, "slice_min_notes": 5, "slice_max_share": 0.5}
+    plan = plan_user_graphs(session=store, **slices)
+    decision, preference = (kind_graph_name("t", user, k) for k in ("decision", "preference"))
+    assert sorted(g.name for g in plan.create) == sorted([decision, preference])
+    assert {g.kind for g in plan.create} == {"decision", "preference"}
+    assert {g.domain for g in plan.create} == {None}
+    apply_user_graphs(session=store, plan=plan)
+    graphs = _graphs(store)
+    assert set(graphs) == {decision, preference}
+    assert "(kind)::text = 'decision'" in graphs[decision]
+    assert decision.startswith(graph_name("t", user) + "_")  # found by the user's name
+    # Filtered to one kind or to several, each kind's pool comes from its own graph; a
+    # kind without one, an unfiltered search or another user's search use none of them.
+    assert decision in _dense_plan(store, user, SearchFilters(kinds=("decision",)))
+    both = _dense_plan(store, user, SearchFilters(kinds=("preference", "decision")))
+    assert decision in both and preference in both
+    mixed = _dense_plan(store, user, SearchFilters(kinds=("decision", "knowledge")))
+    assert decision in mixed and preference not in mixed
+    assert decision not in _dense_plan(store, user)
+    assert decision not in _dense_plan(store, neighbour, SearchFilters(kinds=("decision",)))
+    again = plan_user_graphs(session=store, **slices)
+    assert not again.create and sorted(again.keep) == sorted([decision, preference])
 
 
 def test_graphs_no_longer_needed_or_invalid_are_dropped(store: Session) -> None:

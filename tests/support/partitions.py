@@ -42,8 +42,18 @@ def neighbours(session: Session) -> tuple[str, str, str]:
     raise AssertionError("no two users share a partition")
 
 
-def add_bare_notes(session: Session, user: str, count: int, domain: str = "general") -> None:
-    """`count` bare notes of tenant 't', `user` and `domain`, each with the unit vector."""
+def add_bare_notes(
+    session: Session, user: str, count: int, domain: str = "general", kind: str = "stable"
+) -> None:
+    """`count` bare notes of tenant 't', `user`, `domain` and `kind`, each with the unit
+    vector."""
     for _ in range(count):
-        values = {**BARE_NOTE, "id": uuid.uuid4(), "u": user, "v": UNIT_VECTOR, "domain": domain}
+        values = {
+            **BARE_NOTE,
+            "id": uuid.uuid4(),
+            "u": user,
+            "v": UNIT_VECTOR,
+            "domain": domain,
+            "kind": kind,
+        }
         session.execute(insert_bare_note(), values)
