@@ -167,7 +167,8 @@ class RetrievalSettings(_Section):
     # A user's notes of one domain get a graph of their own too when they are at least
     # this many and at most this share of the user's: a search filtered to that domain
     # then walks only them (a 100k user's 21,600-note slice: dense route 39.5 ms mean
-    # ranking it exactly, 4.3 with its graph; benchmarks/README.md, session 18).
+    # ranking it exactly, 4.3 with its graph; benchmarks/README.md, session 18). The same
+    # two settings govern a user's kind slices, whose graphs a kinds filter uses (session 19).
     domain_graph_notes: int = Field(5000, ge=1)
     domain_graph_max_share: float = Field(0.5, gt=0, le=1)
     # How often the maintenance queue checks which users need one (builds are rare).
