@@ -38,8 +38,8 @@ def record_accesses(self: DbTask, note_ids: list[str], at: str) -> int:
 
 @app.task(base=DbTask, bind=True, name="tasks.maintenance.build_user_graphs")
 def build_user_graphs(self: DbTask) -> dict[str, int]:
-    """Give large users in shared partitions of note_vectors, and large domain slices of
-    a user's vectors, a graph of their own, and drop those no longer needed
+    """Give large users in shared partitions of note_vectors, and large domain and kind
+    slices of a user's vectors, a graph of their own, and drop those no longer needed
     (`memory.notes.graphs`)."""
     from memory.notes.graphs import update_user_graphs
 

@@ -1,5 +1,5 @@
 """Dedicated HNSW graphs: for large users that share a partition of note_vectors, and
-for large domain slices of a user's vectors.
+for large domain and kind slices of a user's vectors.
 
 note_vectors is hash-partitioned by (tenant, user) into 64 partitions with one HNSW graph
 each (migration 0004). A user whose partition also holds other users' vectors pays for
@@ -29,8 +29,8 @@ partition holds other users' vectors too; a (user, domain) slice has one exactly
 holds at least `slice_min_notes` vectors and at most `slice_max_share` of the user's
 (in a larger share the user's graph meets the slice soon enough), and so does a (user,
 kind) slice. Index names are hashes of (tenant, user) and, for a slice, of its domain (or
-`k` and its kind) after the user's name, so
-planning twice plans nothing new and a user's slices are found by the user's name;
+`k` and its kind) after the user's name, so planning twice plans nothing new and a
+user's slices are found by the user's name;
 an index left invalid by an interrupted build is dropped and built again. Builds and
 drops run CONCURRENTLY (writes go on meanwhile), so they need a connection in
 autocommit mode.
