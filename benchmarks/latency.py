@@ -180,11 +180,7 @@ def build_user_graphs() -> dict[str, float]:
     if plan is None:
         raise SystemExit("another run is building user graphs; run the benchmark again later")
     for graph in plan.create:
-        of = graph.user_id + "".join(
-            f"'s {column} {value}"
-            for column, value in (("domain", graph.domain), ("kind", graph.kind))
-            if value is not None
-        )
+        of = graph.user_id + ("" if graph.slice is None else "'s {} {}".format(*graph.slice))
         log(f"  a graph of its own for {of} ({graph.partition}, {graph.notes:,} vectors)")
     seconds = time.perf_counter() - started
     log(f"  {len(plan.create)} user and slice graphs built in {seconds:.0f}s")

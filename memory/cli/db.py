@@ -86,11 +86,7 @@ def user_graphs(min_notes: int | None, dry_run: bool) -> None:
                 raise click.ClickException("another run is building user graphs; try again later")
             plan = found
     for graph in plan.create:
-        of = "".join(
-            f" {column} {value!r}"
-            for column, value in (("domain", graph.domain), ("kind", graph.kind))
-            if value is not None
-        )
+        of = "" if graph.slice is None else f" {graph.slice[0]} {graph.slice[1]!r}"
         console.print(
             f"{'build' if dry_run else 'built'} {graph.name} on {graph.partition}"
             f" for {graph.tenant_id}/{graph.user_id}{of} ({graph.notes:,} vectors)"

@@ -62,6 +62,13 @@ class UserGraph:
     domain: str | None = None
     kind: str | None = None
 
+    @property
+    def slice(self) -> tuple[str, str] | None:
+        """(column, value) of the slice this graph holds, None for a whole user's."""
+        if self.domain is not None:
+            return ("domain", self.domain)
+        return None if self.kind is None else ("kind", self.kind)
+
 
 @dataclass
 class GraphPlan:
@@ -181,9 +188,9 @@ def apply_user_graphs(*, session: Session, plan: GraphPlan) -> None:
     for graph in plan.create:
         tenant, user = (sql.Literal(v).as_string(driver) for v in (graph.tenant_id, graph.user_id))
         where = f"tenant_id = {tenant} AND user_id = {user}"
-        for column, value in (("domain", graph.domain), ("kind", graph.kind)):
-            if value is not None:
-                where += f" AND {column} = {sql.Literal(value).as_string(driver)}"
+        if graph.slice is not None:
+            column, value = graph.slice
+            where += f" AND {column} = {sql.Literal(value).as_string(driver)}"
         connection.exec_driver_sql(
             f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {graph.name} ON {graph.partition}"
             f" USING hnsw (embedding vector_cosine_ops) WHERE {where}"

@@ -29,7 +29,7 @@ from sqlalchemy import (
     union_all,
 )
 from sqlalchemy.orm import Session
-from sqlalchemy.sql.selectable import Subquery
+from sqlalchemy.sql.selectable import Select, Subquery
 
 from memory.access.policy import Viewer
 from memory.db import CompiledStatement, graph_scan_cap
@@ -144,13 +144,7 @@ def _nearest_then_joined(shape: ScopeShape, limit: int, *, exact: bool) -> Compi
     if shape.kinds and not exact:
         nearest = _nearest_per_kind(shape, distance, pool)
     else:
-        nearest = (
-            select(NoteVector.note_id, distance.label("d"))
-            .where(*_vector_scope(shape))
-            .order_by(distance)
-            .limit(pool)
-            .subquery("nearest")
-        )
+        nearest = _nearest(_vector_scope(shape), distance, pool).subquery("nearest")
     return CompiledStatement(
         select(Note.id, nearest.c.d)
         .join(Note, Note.id == nearest.c.note_id)
@@ -171,14 +165,21 @@ def _nearest_per_kind(shape: ScopeShape, distance: Any, pool: Any) -> Subquery:
     """
     others = _vector_scope(shape._replace(kinds=False))
     branches = [
-        select(NoteVector.note_id, distance.label("d"))
-        .where(*others, NoteVector.kind == bindparam(name, type_=String))
-        .order_by(distance)
-        .limit(pool)
+        _nearest([*others, NoteVector.kind == bindparam(name, type_=String)], distance, pool)
         for name in KIND_PARAMS
     ]
     merged = union_all(*branches).subquery("per_kind")
     return select(merged.c.note_id, merged.c.d).order_by(merged.c.d).limit(pool).subquery("nearest")
+
+
+def _nearest(conditions: list[ColumnElement[bool]], distance: Any, pool: Any) -> Select[Any]:
+    """The `pool` nearest mirror rows that meet `conditions`: (note_id, d)."""
+    return (
+        select(NoteVector.note_id, distance.label("d"))
+        .where(*conditions)
+        .order_by(distance)
+        .limit(pool)
+    )
 
 
 @shape_cached
