@@ -207,4 +207,28 @@ def report(results: dict[str, Any], progress: dict[str, Any], plan: dict[str, in
         "markdown": markdown_table(rows),
         "markdown_pieces": markdown_table(pieces),
         "markdown_what_if": markdown_table(variants),
+        "requests": request_log(samples),
     }
+
+
+def request_log(samples: list[Sample]) -> list[dict[str, Any]]:
+    """Each measured request in the order it was sent (where a tail sits in the run, and
+    whether it was its user's first of a kind, tells cold pages from slow work)."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for order, s in enumerate(samples):
+        first = (s.user_id, s.kind) not in seen
+        seen.add((s.user_id, s.kind))
+        out.append(
+            {
+                "order": order,
+                "size": s.size,
+                "kind": s.kind,
+                "user_id": s.user_id,
+                "client_ms": round(s.client_ms, 2),
+                "server_ms": round(s.server_ms, 2),
+                "count": s.count,
+                "first_of_kind": first,
+            }
+        )
+    return out

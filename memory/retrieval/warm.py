@@ -6,9 +6,10 @@ candidates' rows). After a restart, or after a while on a machine whose page cac
 reclaimed, each of those is a disk read of ~100 µs made one at a time: a 100k-note
 user's first searches took 116 ms mean against 37 warm, and reading the user's files
 ahead (621 MB in 1.4 s) halved the first pass's mean (benchmarks/README.md, session 16);
-reading their `notes` rows too took another 14-43 % off it (session 18). The
-kernel reads a whole file, and a bitmap heap scan a user's rows, far faster than index
-walks fault them in page by page.
+reading their `notes` rows too took another 14-43 % off it (session 18), and walking
+their slices' graphs into PostgreSQL's buffers took the filtered searches' early misses
+away (`memory.retrieval.graph_walk`, session 20). The kernel reads a whole file, and a
+bitmap heap scan a user's rows, far faster than index walks fault them in page by page.
 
 Invariants: never on a request's path — `UserWarmer.note_search` is a dictionary look-up
 and at most a hand-off to one background thread; a user is read ahead at most once per
@@ -16,8 +17,9 @@ and at most a hand-off to one background thread; a user is read ahead at most on
 recently before (`memory.retrieval.recent_users`), newest first, until a total budget
 is spent, each then counting as searched; files are read only where they are the server's
 own (`memory.retrieval.readahead.local_data_directory`), rows wherever the server is;
-at most `max_bytes` of files per user, the dense route's graph first, then rows in what
-remains. It only reads: it changes no data, and any failure only skips it.
+at most `max_bytes` of files per user, the dense route's graph first, then rows, then
+slice graphs walked, in what remains. It only reads: it changes no data, and any
+failure only skips it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session
 
+from memory.retrieval.graph_walk import GraphsWalked, walk_slice_graphs
 from memory.retrieval.readahead import (
     RowsRead,
     list_shared_relations,
@@ -64,9 +67,11 @@ class UserWarmer:
         max_pending: int = 64,
         clock: Callable[[], float] = time.monotonic,
         read_rows: bool = True,
+        walk_graphs: bool = True,
         recent: RecentUsers | None = None,
     ) -> None:
         self._read_rows = read_rows  # False: files only (a benchmark's comparison)
+        self._walk_graphs = walk_graphs  # False: no slice graphs walked (idem)
         self._recent = recent
         self._open_session = open_session
         self._max_users = max_users
@@ -79,10 +84,11 @@ class UserWarmer:
         self._directory: Path | None = None
         self._no_files = False  # the data directory is not this process's to read
         # What the background thread did, for logs and tests: read-aheads, files' bytes
-        # asked and notes' rows read.
+        # asked, notes' rows read and slice graphs walked.
         self.read_aheads = 0
         self.bytes_asked = 0
         self.rows_read = 0
+        self.graphs_walked = 0
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="read-ahead")
 
     def note_search(
@@ -166,7 +172,7 @@ class UserWarmer:
         started = time.perf_counter()
         try:
             common, own = self._read_files(tenant_id, user_id, shared, max_bytes)
-            rows = RowsRead(0, 0)
+            rows, walked = RowsRead(0, 0), GraphsWalked(0, 0, 0)
             if self._read_rows and own < max_bytes:
                 with self._open_session() as session:
                     rows = read_user_rows(
@@ -175,22 +181,32 @@ class UserWarmer:
                         user_id=user_id,
                         max_bytes=max_bytes - own,
                     )
+            if self._walk_graphs and own + rows.bytes < max_bytes:
+                with self._open_session() as session:
+                    walked = walk_slice_graphs(
+                        session=session,
+                        tenant_id=tenant_id,
+                        user_id=user_id,
+                        max_bytes=max_bytes - own - rows.bytes,
+                    )
             if self._recent is not None:
                 self._recent.remember(tenant_id, user_id)
             with self._lock:
                 self.read_aheads += 1
                 self.bytes_asked += common + own
                 self.rows_read += rows.rows
-            elapsed_ms = (time.perf_counter() - started) * 1000
+                self.graphs_walked += walked.graphs
             log.debug(
-                "read ahead %d MB of %s/%s's files and %d of their rows in %.0f ms",
+                "read ahead %d MB of %s/%s's files, %d of their rows and %d slice graphs"
+                " in %.0f ms",
                 (common + own) >> 20,
                 tenant_id,
                 user_id,
                 rows.rows,
-                elapsed_ms,
+                walked.graphs,
+                (time.perf_counter() - started) * 1000,
             )
-            return common + own + rows.bytes
+            return common + own + rows.bytes + walked.bytes
         except Exception:  # a cache warmer only: its failure must not disturb anything
             log.warning("read-ahead of %s/%s failed", tenant_id, user_id, exc_info=True)
             return 0
