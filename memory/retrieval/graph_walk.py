@@ -24,6 +24,7 @@ graphs are walked, each whole or not at all, their sizes adding up to at most
 
 from __future__ import annotations
 
+import time
 from typing import NamedTuple
 
 from sqlalchemy import TextClause, text
@@ -37,6 +38,13 @@ SLICE_COLUMNS = ("domain", "kind")
 # outgrow `work_mem` x `hnsw.scan_mem_multiplier`; a walk lifts both for its transaction.
 WALK_WORK_MEM = "256MB"
 WALK_MAX_TUPLES = 100_000_000
+# A walk is read through a server-side cursor, WALK_CHUNK entries at a time, resting
+# after each chunk for WALK_REST times as long as it took: at most half a core, so the
+# searches that arrive meanwhile (a user's first ones, the API's first after a start)
+# still find a core free. Unthrottled, a cold start's walks took the 100k search p95
+# from 56.7 to 78.2 ms (benchmarks/README.md, session 20).
+WALK_CHUNK = 1000
+WALK_REST = 1.0
 
 
 class SliceGraph(NamedTuple):
@@ -86,9 +94,9 @@ _WALK_SETTINGS = text(
     )
 )
 _WALK = (
-    "SELECT count(*) FROM (SELECT 1 FROM note_vectors"
+    "SELECT 1 AS entry FROM note_vectors"
     " WHERE tenant_id = :tenant_id AND user_id = :user_id AND {column} = :value"
-    f" ORDER BY embedding <=> CAST(:vector AS vector) LIMIT {WALK_MAX_TUPLES}) AS walked"
+    f" ORDER BY embedding <=> CAST(:vector AS vector) LIMIT {WALK_MAX_TUPLES}"
 )
 
 
@@ -129,8 +137,20 @@ def walk_slice_graphs(
     entries = 0
     for graph in chosen:
         params = {**who, "vector": vector, "value": graph.value}
-        entries += int(session.execute(walk_statement(graph.column), params).scalar() or 0)
+        entries += _walk_resting(session, walk_statement(graph.column), params)
     return GraphsWalked(len(chosen), entries, total)
+
+
+def _walk_resting(session: Session, walk: TextClause, params: dict[str, object]) -> int:
+    """The walk's entries, fetched WALK_CHUNK at a time, resting after each chunk."""
+    entries = 0
+    streamed = session.execute(walk, params, execution_options={"yield_per": WALK_CHUNK})
+    started = time.perf_counter()
+    for chunk in streamed.partitions():
+        entries += len(chunk)
+        time.sleep((time.perf_counter() - started) * WALK_REST)
+        started = time.perf_counter()
+    return entries
 
 
 def walk_statement(column: str) -> TextClause:

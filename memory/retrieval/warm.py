@@ -144,7 +144,7 @@ class UserWarmer:
                     shared, self._last_any = self._last_any is None, now
                     self._pending += 1
                 spent += self._warm(*key, shared, max_bytes)
-            log.info("read ahead %d MB of recent users' files and rows", spent >> 20)
+            log.info("read ahead %d MB of recent users' files, rows and slice graphs", spent >> 20)
         finally:
             self._done()
 
