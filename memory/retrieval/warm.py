@@ -18,8 +18,8 @@ recently before (`memory.retrieval.recent_users`), newest first, until a total b
 is spent, each then counting as searched; files are read only where they are the server's
 own (`memory.retrieval.readahead.local_data_directory`), rows wherever the server is;
 at most `max_bytes` of files per user, the dense route's graph first, then rows, then
-slice graphs walked, in what remains. It only reads: it changes no data, and any
-failure only skips it.
+slice graphs walked (on a thread of their own), in what remains. It only reads: it
+changes no data, and any failure only skips it.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session
 
-from memory.retrieval.graph_walk import GraphsWalked, walk_slice_graphs
+from memory.retrieval.graph_walk import walk_slice_graphs
 from memory.retrieval.readahead import (
     RowsRead,
     list_shared_relations,
@@ -90,6 +90,10 @@ class UserWarmer:
         self.rows_read = 0
         self.graphs_walked = 0
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="read-ahead")
+        # Slice graphs are walked on a thread of their own: a walk takes seconds, and
+        # queued behind one, the next users' files and rows came too late for their
+        # first searches after a cold start (benchmarks/README.md, session 20).
+        self._walker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="graph-walk")
 
     def note_search(
         self, tenant_id: str, user_id: str, *, idle_seconds: float, max_bytes: int
@@ -118,13 +122,16 @@ class UserWarmer:
             return False
         return self._submit(self._warm_recent, users, total_bytes, max_bytes)
 
-    def _submit(self, work: Callable[..., object], *args: object) -> bool:
-        """Hand `work` to the background thread, counted as pending until it calls
-        `_done`; False when the executor is shutting down (the process is exiting)."""
+    def _submit(
+        self, work: Callable[..., object], *args: object, on: ThreadPoolExecutor | None = None
+    ) -> bool:
+        """Hand `work` to a background thread (the read-ahead's unless `on`), counted as
+        pending until it calls `_done`; False when the executor is shutting down (the
+        process is exiting)."""
         with self._lock:
             self._pending += 1
         try:
-            self._executor.submit(work, *args)
+            (on or self._executor).submit(work, *args)
         except RuntimeError:
             self._done()
             return False
@@ -144,7 +151,7 @@ class UserWarmer:
                     shared, self._last_any = self._last_any is None, now
                     self._pending += 1
                 spent += self._warm(*key, shared, max_bytes)
-            log.info("read ahead %d MB of recent users' files, rows and slice graphs", spent >> 20)
+            log.info("read ahead %d MB of recent users' files and rows", spent >> 20)
         finally:
             self._done()
 
@@ -172,7 +179,7 @@ class UserWarmer:
         started = time.perf_counter()
         try:
             common, own = self._read_files(tenant_id, user_id, shared, max_bytes)
-            rows, walked = RowsRead(0, 0), GraphsWalked(0, 0, 0)
+            rows = RowsRead(0, 0)
             if self._read_rows and own < max_bytes:
                 with self._open_session() as session:
                     rows = read_user_rows(
@@ -182,34 +189,49 @@ class UserWarmer:
                         max_bytes=max_bytes - own,
                     )
             if self._walk_graphs and own + rows.bytes < max_bytes:
-                with self._open_session() as session:
-                    walked = walk_slice_graphs(
-                        session=session,
-                        tenant_id=tenant_id,
-                        user_id=user_id,
-                        max_bytes=max_bytes - own - rows.bytes,
-                    )
+                remaining = max_bytes - own - rows.bytes
+                self._submit(self._walk, tenant_id, user_id, remaining, on=self._walker)
             if self._recent is not None:
                 self._recent.remember(tenant_id, user_id)
             with self._lock:
                 self.read_aheads += 1
                 self.bytes_asked += common + own
                 self.rows_read += rows.rows
-                self.graphs_walked += walked.graphs
+            elapsed_ms = (time.perf_counter() - started) * 1000
             log.debug(
-                "read ahead %d MB of %s/%s's files, %d of their rows and %d slice graphs"
-                " in %.0f ms",
+                "read ahead %d MB of %s/%s's files and %d of their rows in %.0f ms",
                 (common + own) >> 20,
                 tenant_id,
                 user_id,
                 rows.rows,
-                walked.graphs,
-                (time.perf_counter() - started) * 1000,
+                elapsed_ms,
             )
-            return common + own + rows.bytes + walked.bytes
+            return common + own + rows.bytes
         except Exception:  # a cache warmer only: its failure must not disturb anything
             log.warning("read-ahead of %s/%s failed", tenant_id, user_id, exc_info=True)
             return 0
+        finally:
+            self._done()
+
+    def _walk(self, tenant_id: str, user_id: str, max_bytes: int) -> None:
+        started = time.perf_counter()
+        try:
+            with self._open_session() as session:
+                walked = walk_slice_graphs(
+                    session=session, tenant_id=tenant_id, user_id=user_id, max_bytes=max_bytes
+                )
+            with self._lock:
+                self.graphs_walked += walked.graphs
+            log.debug(
+                "walked %d slice graphs of %s/%s (%d entries) in %.0f ms",
+                walked.graphs,
+                tenant_id,
+                user_id,
+                walked.entries,
+                (time.perf_counter() - started) * 1000,
+            )
+        except Exception:  # as the read-ahead: a failure only skips it
+            log.warning("graph walk of %s/%s failed", tenant_id, user_id, exc_info=True)
         finally:
             self._done()
 
