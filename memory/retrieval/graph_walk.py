@@ -1,16 +1,16 @@
-"""A user's dedicated HNSW graphs walked into PostgreSQL's buffers ahead of their searches.
+"""A user's slice graphs walked into PostgreSQL's buffers ahead of its filtered searches.
 
 Why: reading a user's files ahead (`memory.retrieval.readahead`) puts them in the OS page
 cache, not in PostgreSQL's buffers, and a graph walk asks for its pages one at a time. A
 slice's graph (`memory.notes.graphs`) is walked only by searches filtered to that slice,
 so its pages stay cold long after the user's graph is warm. On the latency benchmark, a
 100k user's first searches filtered to one domain after a restart took 80, 42, 18 ms in
-the dense route with nothing read ahead, 27, 12, 11 with the files read ahead, and 7, 4,
-4 (as warm) after one full scan of each slice's graph; over HTTP, filtered searches in
-the first third of the run took 42.7 ms at the median against 28-33 later, and all its
-p95 misses (benchmarks/README.md, session 20). One scan with pgvector's iterative scan
-and no tuple cap visits every entry the graph reaches: ~9 µs an entry, 1 s for a 100k
-user's ten slices.
+the dense route with nothing read ahead, 27, 12, 11 with the files and rows read ahead,
+and 7, 4, 4 (as warm) after one full scan of each slice's graph; over HTTP, filtered
+searches in the first third of the run took 40-43 ms at the median against 27-34 later,
+and held all their p95 misses (benchmarks/README.md, session 20). One scan with
+pgvector's iterative scan and no tuple cap visits every entry the graph reaches: 0.9 s
+for a 100k user's nine slices (129,016 entries) with their files in the page cache.
 
 The user's whole graph is not walked: every unfiltered search walks it, so traffic warms
 it within a few searches, and a full scan of a 100k user's graph would hold a core for
@@ -41,8 +41,10 @@ WALK_MAX_TUPLES = 100_000_000
 # A walk is read through a server-side cursor, WALK_CHUNK entries at a time, resting
 # after each chunk for WALK_REST times as long as it took: at most half a core, so the
 # searches that arrive meanwhile (a user's first ones, the API's first after a start)
-# still find a core free. Unthrottled, a cold start's walks took the 100k search p95
-# from 56.7 to 78.2 ms (benchmarks/README.md, session 20).
+# still find a core free. The rest was not measured apart: on the read-ahead's thread,
+# walks with or without it held back the next users' files and rows, and a cold start's
+# 100k search p95 went from 56.7 to 78.2 (unrested) and 87.6 ms (rested); on a thread of
+# their own (`memory.retrieval.warm`), rested, 57.8 (benchmarks/README.md, session 20).
 WALK_CHUNK = 1000
 WALK_REST = 1.0
 
