@@ -88,6 +88,17 @@ def domain_graph_name(tenant_id: str, user_id: str, domain: str) -> str:
     return f"{graph_name(tenant_id, user_id)}_{digest}"
 
 
+# The columns a user's notes are sliced by, each slice large enough getting a graph.
+SLICE_COLUMNS = ("domain", "kind")
+
+
+def slice_graph_name(tenant_id: str, user_id: str, column: str, value: str) -> str:
+    """The graph name of the user's slice where `column` (one of SLICE_COLUMNS) = value."""
+    if column == "kind":
+        return kind_graph_name(tenant_id, user_id, value)
+    return domain_graph_name(tenant_id, user_id, value)
+
+
 def kind_graph_name(tenant_id: str, user_id: str, kind: str) -> str:
     """The user's graph name, then `_k` and a hash of the kind (50 characters; `k` is
     not a hex digit, so it never equals a domain's)."""
@@ -103,7 +114,7 @@ _SLICES = {
     column: text(
         f"SELECT tenant_id, user_id, {column}, count(*) AS n FROM note_vectors GROUP BY 1, 2, 3"
     )
-    for column in ("domain", "kind")
+    for column in SLICE_COLUMNS
 }
 _PARTITION = text(
     "SELECT tableoid::regclass::text FROM note_vectors"
@@ -166,11 +177,9 @@ def plan_user_graphs(
 def _slice_graph(
     part: str, tenant_id: str, user_id: str, count: int, column: str, value: str
 ) -> UserGraph:
-    if column == "kind":
-        name = kind_graph_name(tenant_id, user_id, value)
-        return UserGraph(name, part, tenant_id, user_id, count, kind=value)
-    name = domain_graph_name(tenant_id, user_id, value)
-    return UserGraph(name, part, tenant_id, user_id, count, domain=value)
+    name = slice_graph_name(tenant_id, user_id, column, value)
+    slice_ = {"kind": value} if column == "kind" else {"domain": value}
+    return UserGraph(name, part, tenant_id, user_id, count, **slice_)
 
 
 def apply_user_graphs(*, session: Session, plan: GraphPlan) -> None:

@@ -31,9 +31,8 @@ from sqlalchemy import TextClause, text
 from sqlalchemy.orm import Session
 
 from memory.db import scope_session
-from memory.notes.graphs import domain_graph_name, kind_graph_name
+from memory.notes.graphs import SLICE_COLUMNS, slice_graph_name
 
-SLICE_COLUMNS = ("domain", "kind")
 # pgvector stops an iterative scan at `hnsw.max_scan_tuples` or when its candidates
 # outgrow `work_mem` x `hnsw.scan_mem_multiplier`; a walk lifts both for its transaction.
 WALK_WORK_MEM = "256MB"
@@ -108,10 +107,9 @@ def list_slice_graphs(*, session: Session, tenant_id: str, user_id: str) -> list
     who = {"tenant_id": tenant_id, "user_id": user_id}
     wanted: dict[str, tuple[str, str]] = {}
     for column, statement in _SLICE_VALUES.items():
-        name_of = domain_graph_name if column == "domain" else kind_graph_name
         for value in session.execute(statement, who).scalars():
             if value is not None:
-                wanted[name_of(tenant_id, user_id, value)] = (column, value)
+                wanted[slice_graph_name(tenant_id, user_id, column, value)] = (column, value)
     if not wanted:
         return []
     rows = session.execute(_VALID_GRAPHS, {"names": list(wanted)})
