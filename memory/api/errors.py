@@ -86,8 +86,14 @@ def install_error_handlers(app: FastAPI) -> None:
 
 
 def _problem(item: Any) -> dict[str, str]:
-    """One validation error as {field, message}; malformed JSON is blamed on `body`."""
-    loc = [str(p) for p in item.get("loc", ()) if p not in ("body", "query", "path", "header")]
+    """One validation error as {field, message}; malformed JSON is blamed on `body`.
+
+    Only the leading element of `loc` names where the value came from (body, query
+    string, path, header): a field of the same name further in (`query` in /v1/search's
+    body) is the field itself and stays."""
+    loc = [str(p) for p in item.get("loc", ())]
+    if loc and loc[0] in ("body", "query", "path", "header"):
+        loc = loc[1:]
     if item.get("type") == "json_invalid":
         reason = (item.get("ctx") or {}).get("error", "")
         position = loc[0] if loc else "?"

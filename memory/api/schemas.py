@@ -12,17 +12,28 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from memory.config import get_settings
 
 
-def _no_control_characters(value: str) -> str:
-    if any(unicodedata.category(ch) in ("Cc", "Cf", "Cs") for ch in value):
-        raise ValueError("must not contain control characters")
+def _not_blank(value: str) -> str:
     if not value.strip():
         raise ValueError("must not be blank")
     return value
 
 
+def _no_control_characters(value: str) -> str:
+    if any(unicodedata.category(ch) in ("Cc", "Cf", "Cs") for ch in value):
+        raise ValueError("must not contain control characters")
+    return _not_blank(value)
+
+
 Identifier = Annotated[
     str, Field(min_length=1, max_length=128), AfterValidator(_no_control_characters)
 ]
+
+
+# A search query or prompt of only whitespace has nothing to rank by (the dense route
+# would return whichever notes lie nearest to an empty text): refused, naming the field.
+NotBlank = AfterValidator(_not_blank)
+
+
 Role = Literal["user", "assistant", "tool", "system"]
 Kind = Literal["stable", "preference", "episodic", "ephemeral", "decision", "knowledge"]
 Visibility = Literal["open", "scoped", "private", "user-only"]
@@ -61,7 +72,7 @@ def _check_metadata(value: dict[str, Any]) -> dict[str, Any]:
 Metadata = Annotated[dict[str, Any], AfterValidator(_check_metadata)]
 
 
-def _aware(value: datetime | None) -> datetime | None:
+def aware(value: datetime | None) -> datetime | None:
     if value is not None and value.tzinfo is None:
         return value.replace(tzinfo=UTC)
     return value
@@ -85,7 +96,7 @@ class EpisodeIn(Strict):
     @field_validator("occurred_at")
     @classmethod
     def _timezone_aware(cls, value: datetime | None) -> datetime | None:
-        return _aware(value)
+        return aware(value)
 
 
 class EpisodeBatch(Strict):

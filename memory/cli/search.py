@@ -54,6 +54,13 @@ def _row(rank: int, hit: SearchHit) -> dict[str, Any]:
     }
 
 
+def _not_blank(query: str) -> str:
+    # As the API: a query of only whitespace has nothing to rank by.
+    if not query.strip():
+        raise click.BadParameter("must not be blank", param_hint="QUERY")
+    return query
+
+
 def _num(value: Any) -> str:
     if value is None:
         return "-"
@@ -66,7 +73,7 @@ def _num(value: Any) -> str:
 @tenant_option
 @click.option("--top-k", default=10, show_default=True, type=click.IntRange(1, 50))
 @json_option
-@click.argument("query")
+@click.argument("query", callback=lambda _ctx, _param, value: _not_blank(value))
 @domain_errors
 def search(
     user_id: str, agent_id: str | None, tenant: str | None, top_k: int, as_json: bool, query: str

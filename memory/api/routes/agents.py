@@ -16,7 +16,7 @@ from memory.access.agents import AgentView, list_agents, upsert_agent
 from memory.access.tokens import Principal
 from memory.api.deps import PrincipalDep, require_roles
 from memory.api.identity import resolve_viewer
-from memory.api.schemas import Identifier, Strict
+from memory.api.schemas import Identifier, NotBlank, Strict
 from memory.commons.service import search_agents
 from memory.config import get_settings
 from memory.db import session_scope
@@ -46,7 +46,7 @@ class AgentPut(Strict):
 class AgentSearchIn(Strict):
     user_id: Identifier | None = None
     agent_id: Identifier | None = None
-    query: Annotated[str, Field(min_length=1, max_length=2000)]
+    query: Annotated[str, Field(min_length=1, max_length=2000), NotBlank]
     limit: int = Field(10, ge=1, le=100)
 
 

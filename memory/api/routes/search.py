@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, BackgroundTasks
 from fastapi.responses import JSONResponse
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
@@ -22,7 +22,7 @@ from memory.access.policy import Viewer
 from memory.access.tokens import Principal
 from memory.api.deps import PrincipalDep
 from memory.api.identity import resolve_viewer
-from memory.api.schemas import Identifier, Kind, Strict
+from memory.api.schemas import Identifier, Kind, NotBlank, Strict, aware
 from memory.clients.embedder import embed_query
 from memory.clients.redis import get_redis
 from memory.config import RetrievalSettings, get_settings
@@ -52,7 +52,7 @@ WARMER = UserWarmer(session_scope, recent=RECENT_USERS)
 class SearchIn(Strict):
     user_id: Identifier | None = None
     agent_id: Identifier | None = None
-    query: Annotated[str, Field(min_length=1, max_length=4000)]
+    query: Annotated[str, Field(min_length=1, max_length=4000), NotBlank]
     top_k: Annotated[int, Field(ge=1, le=50)] = 10
     session_id: Identifier | None = None
     kinds: list[Kind] = Field(default_factory=list, max_length=6)
@@ -65,12 +65,27 @@ class SearchIn(Strict):
     # A preview (the dashboard) reads without counting as a use: no access is recorded.
     dry_run: bool = False
 
+    @field_validator("since", "until")
+    @classmethod
+    def _timezone_aware(cls, value: datetime | None) -> datetime | None:
+        return aware(value)  # a time without a zone is UTC, as for captured episodes
+
+    @field_validator("until")
+    @classmethod
+    def _until_not_before_since(
+        cls, value: datetime | None, info: ValidationInfo
+    ) -> datetime | None:
+        since = info.data.get("since")
+        if value is not None and since is not None and value < since:
+            raise ValueError("must not be before since (both bounds are inclusive)")
+        return value
+
 
 class ContextIn(Strict):
     user_id: Identifier | None = None
     agent_id: Identifier | None = None
     session_id: Identifier | None = None
-    prompt: Annotated[str, Field(min_length=1, max_length=16000)]
+    prompt: Annotated[str, Field(min_length=1, max_length=16000), NotBlank]
     max_tokens: Annotated[int, Field(ge=1, le=32000)] = 1000
     timeout_ms: Annotated[int, Field(ge=1, le=60000)] = 150
     dry_run: bool = False
