@@ -149,6 +149,9 @@ class RetrievalSettings(_Section):
     default_top_k: int = Field(10, ge=1, le=50)
     context_timeout_ms: int = Field(150, ge=1, le=60000)
     context_max_tokens: int = Field(1000, ge=1)
+    # Searches and contexts rank by the last paragraphs of the query or prompt that fit
+    # in this many characters (memory.retrieval.focus): the ask, not text pasted before.
+    query_focus_chars: int = Field(512, ge=16, le=16000)
     # pgvector's candidate list per HNSW search (`hnsw.ef_search`, set per connection).
     hnsw_ef_search: int = Field(40, ge=1, le=1000)
     # Graph entries a filtered search's HNSW scan may visit (`hnsw.max_scan_tuples` for

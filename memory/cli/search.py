@@ -25,6 +25,7 @@ from memory.cli.options import (
 from memory.clients.embedder import embed_query
 from memory.config import get_settings
 from memory.db import session_scope
+from memory.retrieval.focus import focus_query
 from memory.retrieval.service import SearchHit, search_notes
 
 PREVIEW_CHARS = 70
@@ -88,7 +89,8 @@ def search(
     """
     require_schema()
     settings = get_settings()
-    vector = embed_query(query, settings)
+    ask = focus_query(query, settings.retrieval.query_focus_chars)  # as the API ranks
+    vector = embed_query(ask, settings)
     with session_scope() as session:
         viewer = viewer_for(
             session=session, tenant_id=tenant_of(tenant), user_id=user_id, agent_id=agent_id
@@ -96,7 +98,7 @@ def search(
         hits = search_notes(
             session=session,
             viewer=viewer,
-            query=query,
+            query=ask,
             vector=vector,
             top_k=top_k,
             settings=settings,

@@ -347,6 +347,29 @@ def test_search_weighs_a_notes_length_and_context_does_not(
     )
 
 
+def test_a_long_prompt_is_ranked_by_its_ask_not_by_the_text_pasted_before_it(
+    api_client: TestClient, memory_user: tuple
+) -> None:
+    """The read path ranks by the prompt's last paragraphs within query_focus_chars
+    (`memory.retrieval.focus`): pasted words reach no route, and in one long paragraph
+    the dense route embeds its end, where the question is, not its first word pieces."""
+    user, headers, _ = memory_user
+    # About the database decision, so a route that read it would rank that note.
+    pasted = "We compared database engines and vector indexes for the memory store. " * 20
+    question = "Never mind all that: what is the name of my dog?"
+    body = {"user_id": user, "agent_id": "helper", "session_id": "s9", "timeout_ms": 5000}
+    for prompt in (
+        f"{pasted}\n\n{question}",
+        pasted + "GET /healthz 200 OK 3 ms\n" * 80 + question,
+    ):
+        block = api_client.post("/v1/context", json={**body, "prompt": prompt}, headers=headers)
+        memories = block.json()["memories"]
+        dense_first = [m for m in memories if m["explanation"]["routes"].get("dense") == 1]
+        assert len(dense_first) == 1 and "Biscuit" in dense_first[0]["content"], memories
+        lexical = [m["content"] for m in memories if "bm25" in m["explanation"]["routes"]]
+        assert not any("PostgreSQL" in content for content in lexical), memories
+
+
 def test_link_expansion_scores_a_linked_note_no_route_found(
     memory_user: tuple, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -30,6 +30,7 @@ from memory.db import scope_session, session_scope
 from memory.notes.service import readable_note_sources
 from memory.retrieval.budget import Deadline
 from memory.retrieval.context import build_context
+from memory.retrieval.focus import focus_query
 from memory.retrieval.recent_users import RecentUsers
 from memory.retrieval.routes import SearchFilters
 from memory.retrieval.service import SearchHit, SearchOptions, json_number, search_notes
@@ -126,6 +127,7 @@ def _search(
     options: SearchOptions | None = None,
 ) -> tuple[list[SearchHit], list[dict[str, Any]]]:
     settings = get_settings()
+    query = focus_query(query, settings.retrieval.query_focus_chars)
     filters = SearchFilters()
     if isinstance(body, SearchIn):
         filters = SearchFilters(
