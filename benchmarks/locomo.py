@@ -20,7 +20,15 @@ from typing import Any
 import httpx
 
 from benchmarks.common import Row, fmt, percentile, print_table, write_results
-from benchmarks.locomo_data import CATEGORIES, Question, Turn, load, recall
+from benchmarks.locomo_data import (
+    CATEGORIES,
+    DEFAULT_DATA,
+    INGESTED_MARKER,
+    Question,
+    Turn,
+    load,
+    recall,
+)
 from benchmarks.locomo_eval import (
     ablation_variants,
     bm25_baseline,
@@ -209,7 +217,7 @@ def main() -> None:
     parser.add_argument(
         "--data",
         type=Path,
-        default=Path(__file__).resolve().parents[2] / "shared/eval/locomo10.json",
+        default=DEFAULT_DATA,
     )
     parser.add_argument(
         "--home", type=Path, help="reuse this MUMA_HOME (ingest skipped if already done)"
@@ -238,7 +246,7 @@ def main() -> None:
         workers=0 if inprocess else 1,
         beat=not inprocess,
     ) as stack:
-        marker = stack.home / "locomo-ingested"
+        marker = stack.home / INGESTED_MARKER
         ingest_s = None
         if not marker.exists():
             if args.ingest_inprocess:

@@ -6,6 +6,7 @@ questions, answers, observations or summaries (see shared/eval/README.md).
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from dataclasses import dataclass
@@ -14,6 +15,28 @@ from pathlib import Path
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 _DIA = re.compile(r"D:?(\d+):0*(\d+)")
+
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared/eval/locomo10.json"
+INGESTED_MARKER = "locomo-ingested"  # written in a home once benchmarks.locomo ingested it
+
+
+def kept_home_parser(description: str | None) -> argparse.ArgumentParser:
+    """A parser for the trials run on a home `benchmarks.locomo --home DIR` kept: `--home`
+    (checked by `parse_kept_home`) and `--data`."""
+    parser = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--home", type=Path, required=True, help="a home benchmarks.locomo kept")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    return parser
+
+
+def parse_kept_home(parser: argparse.ArgumentParser) -> argparse.Namespace:
+    args = parser.parse_args()
+    if not (args.home / INGESTED_MARKER).exists():
+        parser.error(f"{args.home} holds no LoCoMo ingest: run benchmarks.locomo --home first")
+    return args
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ ingested; `--api-env` sets the API's settings, so a setting can be compared:
 
 from __future__ import annotations
 
-import argparse
 import random
 import statistics
 import time
@@ -26,7 +25,15 @@ import httpx
 
 from benchmarks.common import Row, fmt, percentile, print_table, write_results
 from benchmarks.locomo import AGENT, BENCH_ENV, TENANT
-from benchmarks.locomo_data import CATEGORIES, Question, Turn, load, recall
+from benchmarks.locomo_data import (
+    CATEGORIES,
+    Question,
+    Turn,
+    kept_home_parser,
+    load,
+    parse_kept_home,
+    recall,
+)
 from benchmarks.locomo_eval import turn_text
 from benchmarks.stack import BenchStack
 
@@ -133,15 +140,7 @@ def print_report(result: dict[str, Any]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--home", type=Path, required=True, help="a home benchmarks.locomo kept")
-    parser.add_argument(
-        "--data",
-        type=Path,
-        default=Path(__file__).resolve().parents[2] / "shared/eval/locomo10.json",
-    )
+    parser = kept_home_parser(__doc__)
     parser.add_argument("--questions", type=int, default=400, help="a sample (0: all)")
     parser.add_argument("--pasted-chars", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=7)
@@ -153,11 +152,9 @@ def main() -> None:
         help="a setting for the API (repeatable), e.g. MUMA_RETRIEVAL__X=1",
     )
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+    args = parse_kept_home(parser)
     if bad := [item for item in args.api_env if "=" not in item]:
         parser.error(f"--api-env takes KEY=VALUE, not {bad[0]!r}")
-    if not (args.home / "locomo-ingested").exists():
-        parser.error(f"{args.home} holds no LoCoMo ingest: run benchmarks.locomo --home first")
     api_env = dict(item.split("=", 1) for item in args.api_env)
     result = run(args.home, args.data, args.questions, args.pasted_chars, args.seed, api_env)
     print_report(result)

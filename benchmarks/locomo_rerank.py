@@ -18,7 +18,6 @@ all-mpnet-base-v2 this way (benchmarks/README.md).
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,7 +28,14 @@ import numpy as np
 
 from benchmarks.common import Row, print_table, write_results
 from benchmarks.locomo import AGENT, BENCH_ENV, TENANT
-from benchmarks.locomo_data import CATEGORIES, Question, Turn, load
+from benchmarks.locomo_data import (
+    CATEGORIES,
+    Question,
+    Turn,
+    kept_home_parser,
+    load,
+    parse_kept_home,
+)
 from benchmarks.locomo_eval import evaluate, search_question, turn_text
 from benchmarks.stack import BenchStack
 from memory.retrieval.mmr import mmr
@@ -200,21 +206,11 @@ def rank_table(questions: list[Question], dumped: dict[int, Candidates], notes: 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--home", type=Path, required=True, help="a home benchmarks.locomo kept")
-    parser.add_argument(
-        "--data",
-        type=Path,
-        default=Path(__file__).resolve().parents[2] / "shared/eval/locomo10.json",
-    )
+    parser = kept_home_parser(__doc__)
     parser.add_argument("--candidates", type=int, default=150)
     parser.add_argument("--channel-model", type=Path, help="a sentence-transformers model dir")
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
-    if not (args.home / "locomo-ingested").exists():
-        parser.error(f"{args.home} holds no LoCoMo ingest: run benchmarks.locomo --home first")
+    args = parse_kept_home(parser)
     turns, questions = load(args.data)
     with BenchStack(
         env=BENCH_ENV, tenant_id=TENANT, home=args.home, keep=True, workers=0, beat=False

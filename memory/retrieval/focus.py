@@ -4,8 +4,8 @@ An agent's prompt often carries a log, a document or an earlier chat before the 
 Ranked as a whole, the pasted words outnumber the question's in the lexical routes and the
 embedder keeps only the first word pieces, so the question is lost; and the lexical
 routes' cost grows with the number of terms. On LoCoMo with 3,000 pasted characters
-before each question, /v1/context's recall fell from .858 to .223 and every context ran
-out of its 150 ms (benchmarks/README.md, "Long prompts").
+before each question, /v1/context's recall fell from .858 to .228 and every context was
+cut short by its 150 ms budget (benchmarks/README.md, "Long prompts").
 
 Invariants:
 - A text of at most `max_chars` characters (after stripping) is its own focus.
