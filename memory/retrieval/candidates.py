@@ -67,6 +67,9 @@ class SearchOptions:
     # Graph entries a filtered search's dense scan may visit; None: `search_notes` takes
     # `retrieval.filtered_scan_tuples`.
     scan_tuples: int | None = None
+    # /v1/context: a query made only of filler ("thanks!") finds nothing, without a
+    # statement (`memory.retrieval.gate`).
+    skip_filler: bool = False
 
 
 def run_routes(

@@ -31,6 +31,7 @@ from memory.retrieval.candidates import (  # noqa: F401 - the read path's public
     run_routes,
 )
 from memory.retrieval.fusion import fuse, length_prior, to_relevance
+from memory.retrieval.gate import asks_anything
 from memory.retrieval.mmr import mmr
 from memory.retrieval.rows import ScoredNote, load_candidates, pool_vectors
 from memory.types import utcnow
@@ -115,6 +116,8 @@ def search_notes(
         now or utcnow(),
     )
     options = _with_settings(options, settings)
+    if options.skip_filler and not asks_anything(query):
+        return []
     # Access rules and filters as of now; `now` is the activation's clock.
     scope = r.ReadScope(viewer, filters)
     found = run_routes(session, scope, query, vector, options, aside)

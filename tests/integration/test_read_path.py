@@ -370,6 +370,30 @@ def test_a_long_prompt_is_ranked_by_its_ask_not_by_the_text_pasted_before_it(
         assert not any("PostgreSQL" in content for content in lexical), memories
 
 
+def test_context_injects_nothing_for_a_prompt_of_fillers_only(
+    api_client: TestClient, memory_user: tuple
+) -> None:
+    """/v1/context answers greetings, thanks and reactions with an empty block
+    (`memory.retrieval.gate`); anything with a content word is looked up, and /v1/search
+    still lists what it is asked."""
+    user, headers, _ = memory_user
+    body = {"user_id": user, "agent_id": "helper", "session_id": "s9", "timeout_ms": 5000}
+
+    def context(prompt: str) -> dict:
+        response = api_client.post("/v1/context", json={**body, "prompt": prompt}, headers=headers)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    for chit_chat in ("thanks!", "lol", "ok", "Hey Alice!"):
+        answer = context(chit_chat)
+        assert (answer["context"], answer["memories"], answer["tokens"]) == ("", [], 0), answer
+        assert answer["timed_out"] is False
+        assert _search(api_client, headers, user, chit_chat)
+    assert "Biscuit" in context("Biscuit?")["memories"][0]["content"]
+    assert "INC-4471" in context("thanks! INC-4471")["memories"][0]["content"]
+    assert "penicillin" in context("Which antibiotics should I avoid?")["context"]
+
+
 def test_link_expansion_scores_a_linked_note_no_route_found(
     memory_user: tuple, monkeypatch: pytest.MonkeyPatch
 ) -> None:

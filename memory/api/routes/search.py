@@ -245,7 +245,9 @@ def context(body: ContextIn, principal: PrincipalDep, background: BackgroundTask
     deadline = Deadline.after(body.timeout_ms * OPTIONAL_STEPS_SHARE / 1000)
     # No length prior: the block is budgeted in tokens, and preferring longer notes spent
     # it on fewer memories (LoCoMo: 23.1 -> 19.8 per block, context recall .867 -> .862).
-    options = SearchOptions(deadline=deadline, length_prior=0.0)
+    # A prompt of fillers only ("thanks!") gets an empty block (memory.retrieval.gate).
+    skip_filler = get_settings().retrieval.context_skip_filler
+    options = SearchOptions(deadline=deadline, length_prior=0.0, skip_filler=skip_filler)
     future = _POOL.submit(
         _search, principal, body, body.prompt, CONTEXT_POOL_SIZE, body.timeout_ms, options
     )

@@ -6,7 +6,7 @@ import random
 from datetime import UTC, datetime
 
 from benchmarks.locomo_data import Turn
-from benchmarks.locomo_long import pasted_text
+from benchmarks.locomo_prompts import pasted_text
 
 
 def _turns(conversation: str, speaker: str, count: int) -> list[Turn]:

@@ -1,15 +1,19 @@
-"""LoCoMo questions asked after pasted text: /v1/context's recall and time on long prompts.
+"""LoCoMo users asked what agents' prompts often are: a question after pasted text, or
+small talk with nothing to look up.
 
-An agent's prompt is often more than a question: a log, a document or an earlier chat
-pasted before it. Each question here is sent to /v1/context after `--pasted-chars`
-characters of another conversation's turns (so its names and topics are not the user's),
-and also alone; the table gives recall inside the block (as `benchmarks.locomo`), mean
-tokens and client p50/p95 for both. Runs against a home `benchmarks.locomo --home DIR`
-ingested; `--api-env` sets the API's settings, so a setting can be compared:
+- Long prompts: each question of a sample is sent to /v1/context after `--pasted-chars`
+  characters of another conversation's turns (so its names and topics are not the
+  user's), and also alone: recall inside the block (as `benchmarks.locomo`), mean tokens,
+  client p50/p95 and contexts cut short, for both.
+- Small talk: each of SMALL_TALK ("thanks!", "continue", "run the tests"...) is sent to
+  /v1/context for every user: how many blocks held memories, and their mean tokens.
 
-    .venv/bin/python -m benchmarks.locomo_long --home /tmp/locomo
-    .venv/bin/python -m benchmarks.locomo_long --home /tmp/locomo \\
-        --api-env MUMA_RETRIEVAL__QUERY_EMBED_CHARS=16000 --json /tmp/long-uncapped.json
+Runs against a home `benchmarks.locomo --home DIR` ingested; `--api-env` sets the API's
+settings, so a setting can be compared on one home:
+
+    .venv/bin/python -m benchmarks.locomo_prompts --home /tmp/locomo
+    .venv/bin/python -m benchmarks.locomo_prompts --home /tmp/locomo \\
+        --api-env MUMA_RETRIEVAL__QUERY_FOCUS_CHARS=16000 --json /tmp/whole-prompts.json
 """
 
 from __future__ import annotations
@@ -84,6 +88,39 @@ def ask(client: httpx.Client, questions: list[Question], prompts: list[str]) -> 
     }
 
 
+# Fillers the write path would store nothing of, then prompts with content words that are
+# about the task at hand rather than the user's memories.
+SMALL_TALK = (
+    "thanks!", "ok", "lol", "hmm", "sounds good", "yes, do it", "Good morning!", "no",
+    "sure", "haha nice", "how are you?", "go on", "What?", "can you do that again?",
+    "continue", "Thank you so much!", "great, go ahead", "try again", "perfect", "next",
+    "please fix the bug", "run the tests", "summarize this", "Show me the diff",
+    "write a poem about the sea", "explain quantum computing", "What time is it?",
+)  # fmt: skip
+
+
+def ask_small_talk(client: httpx.Client, users: list[str]) -> dict[str, Any]:
+    """Each SMALL_TALK prompt for each user: blocks with memories, mean tokens, per prompt."""
+    per_prompt: dict[str, int] = {}
+    tokens: list[int] = []
+    for prompt in SMALL_TALK:
+        per_prompt[prompt] = 0
+        for user in users:
+            body = {"user_id": user, "agent_id": AGENT, "session_id": "bench-talk",
+                    "prompt": prompt, "max_tokens": 1000}  # fmt: skip
+            response = client.post("/v1/context", json=body)
+            response.raise_for_status()
+            answer = response.json()
+            per_prompt[prompt] += bool(answer["memories"])
+            tokens.append(answer["tokens"])
+    return {
+        "requests": len(tokens),
+        "blocks_with_memories": sum(per_prompt.values()),
+        "mean_tokens": statistics.fmean(tokens),
+        "per_prompt": per_prompt,
+    }
+
+
 def run(
     home: Path, data: Path, sample: int, chars: int, seed: int, api_env: dict[str, str]
 ) -> dict[str, Any]:
@@ -104,6 +141,7 @@ def run(
             ask(client, questions[:20], [q.question + " (warm-up)" for q in questions[:20]])
             alone = ask(client, questions, [q.question for q in questions])
             pasted = ask(client, questions, long_prompts)
+            talk = ask_small_talk(client, sorted(by_conv))
     return {
         "questions": len(questions),
         "pasted_chars": chars,
@@ -111,6 +149,7 @@ def run(
         "api_env": env,
         "alone": alone,
         "after_pasted_text": pasted,
+        "small_talk": talk,
     }
 
 
@@ -137,6 +176,14 @@ def print_report(result: dict[str, Any]) -> None:
         "(recall overall / multi-hop / temporal / open-domain / single-hop)"
     )
     print_table(title, rows)
+    talk = result["small_talk"]
+    users = talk["requests"] // len(talk["per_prompt"])
+    rows = [
+        Row("blocks with memories", f"{talk['blocks_with_memories']} of {talk['requests']}"),
+        Row("mean tokens", fmt(talk["mean_tokens"], 0)),
+        *(Row(prompt, f"{n} of {users}") for prompt, n in talk["per_prompt"].items()),
+    ]
+    print_table("/v1/context, small talk: blocks with memories", rows)
 
 
 def main() -> None:
@@ -158,7 +205,7 @@ def main() -> None:
     api_env = dict(item.split("=", 1) for item in args.api_env)
     result = run(args.home, args.data, args.questions, args.pasted_chars, args.seed, api_env)
     print_report(result)
-    print(f"results: {write_results('locomo-long', result, args.json)}")
+    print(f"results: {write_results('locomo-prompts', result, args.json)}")
 
 
 if __name__ == "__main__":
