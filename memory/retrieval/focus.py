@@ -23,8 +23,7 @@ import re
 
 from memory.retrieval.text import content_tokens
 
-MIN_CONTENT_WORDS = 1
-_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t\r]*\n")
 _GLUE = "\n\n"
 
 
@@ -42,7 +41,7 @@ def focus_query(text: str, max_chars: int) -> str:
         kept.insert(0, paragraphs.pop())
     focus = _GLUE.join(kept)
     room = max_chars - len(focus) - len(_GLUE)
-    if paragraphs and room > 0 and len(content_tokens(focus)) < MIN_CONTENT_WORDS:
+    if paragraphs and room > 0 and not content_tokens(focus):
         before = text_tail(paragraphs[-1], room)
         focus = _GLUE.join([before, focus]) if before else focus
     return focus

@@ -20,6 +20,11 @@ def test_pasted_text_before_the_last_paragraph_is_left_out() -> None:
     assert focus_query(prompt, 512) == "Why did the deploy to staging fail yesterday?"
 
 
+def test_windows_line_breaks_separate_paragraphs_too() -> None:
+    prompt = LOG.replace("\n", "\r\n") + "\r\n\r\nWhy did the deploy to staging fail yesterday?"
+    assert focus_query(prompt, 512) == "Why did the deploy to staging fail yesterday?"
+
+
 def test_earlier_paragraphs_that_fit_are_kept_whole() -> None:
     prompt = f"{LOG}\n\nWe moved the API to Frankfurt.\n\nWhich region did we pick before?"
     assert focus_query(prompt, 512) == (
