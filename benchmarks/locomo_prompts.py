@@ -55,6 +55,17 @@ def pasted_text(
     return "\n".join(lines)[:chars]
 
 
+def post_context(client: httpx.Client, user_id: str, prompt: str) -> tuple[dict[str, Any], float]:
+    """/v1/context's answer for one prompt (1,000 tokens), and the client's ms."""
+    body = {"user_id": user_id, "agent_id": AGENT, "session_id": "bench-prompts",
+            "prompt": prompt, "max_tokens": 1000}  # fmt: skip
+    started = time.perf_counter()
+    response = client.post("/v1/context", json=body)
+    took = (time.perf_counter() - started) * 1000
+    response.raise_for_status()
+    return response.json(), took
+
+
 def ask(client: httpx.Client, questions: list[Question], prompts: list[str]) -> dict[str, Any]:
     """One /v1/context per prompt: recall inside the block by category, tokens, client ms."""
     per: dict[str, list[float]] = defaultdict(list)
@@ -62,18 +73,8 @@ def ask(client: httpx.Client, questions: list[Question], prompts: list[str]) -> 
     tokens: list[int] = []
     timed_out = 0
     for q, prompt in zip(questions, prompts, strict=True):
-        body = {
-            "user_id": q.conversation,
-            "agent_id": AGENT,
-            "session_id": "bench-long",
-            "prompt": prompt,
-            "max_tokens": 1000,
-        }
-        started = time.perf_counter()
-        response = client.post("/v1/context", json=body)
-        took.append((time.perf_counter() - started) * 1000)
-        response.raise_for_status()
-        answer = response.json()
+        answer, ms = post_context(client, q.conversation, prompt)
+        took.append(ms)
         timed_out += bool(answer["timed_out"])
         tokens.append(answer["tokens"])
         block = [{s["metadata"].get("dia_id") for s in m["sources"]} for m in answer["memories"]]
@@ -106,11 +107,7 @@ def ask_small_talk(client: httpx.Client, users: list[str]) -> dict[str, Any]:
     for prompt in SMALL_TALK:
         per_prompt[prompt] = 0
         for user in users:
-            body = {"user_id": user, "agent_id": AGENT, "session_id": "bench-talk",
-                    "prompt": prompt, "max_tokens": 1000}  # fmt: skip
-            response = client.post("/v1/context", json=body)
-            response.raise_for_status()
-            answer = response.json()
+            answer, _ = post_context(client, user, prompt)
             per_prompt[prompt] += bool(answer["memories"])
             tokens.append(answer["tokens"])
     return {
