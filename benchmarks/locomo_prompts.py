@@ -89,7 +89,7 @@ def ask(client: httpx.Client, questions: list[Question], prompts: list[str]) -> 
     }
 
 
-# Fillers the write path would store nothing of, then prompts with content words that are
+# Fillers (the write path's `is_filler`: no information), then prompts with content words that are
 # about the task at hand rather than the user's memories.
 SMALL_TALK = (
     "thanks!", "ok", "lol", "hmm", "sounds good", "yes, do it", "Good morning!", "no",
