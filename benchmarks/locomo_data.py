@@ -32,10 +32,26 @@ def kept_home_parser(description: str | None) -> argparse.ArgumentParser:
     return parser
 
 
+def add_api_env(parser: argparse.ArgumentParser) -> None:
+    """`--api-env KEY=VALUE` (repeatable): settings for the API the trial starts, so a
+    setting can be compared on one home; `parse_kept_home` turns them into `args.api_env`."""
+    parser.add_argument(
+        "--api-env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a setting for the API (repeatable), e.g. MUMA_RETRIEVAL__X=1",
+    )
+
+
 def parse_kept_home(parser: argparse.ArgumentParser) -> argparse.Namespace:
     args = parser.parse_args()
     if not (args.home / INGESTED_MARKER).exists():
         parser.error(f"{args.home} holds no LoCoMo ingest: run benchmarks.locomo --home first")
+    if isinstance(getattr(args, "api_env", None), list):
+        if bad := [item for item in args.api_env if "=" not in item]:
+            parser.error(f"--api-env takes KEY=VALUE, not {bad[0]!r}")
+        args.api_env = dict(item.split("=", 1) for item in args.api_env)
     return args
 
 

@@ -33,6 +33,7 @@ from benchmarks.locomo_data import (
     CATEGORIES,
     Question,
     Turn,
+    add_api_env,
     kept_home_parser,
     load,
     parse_kept_home,
@@ -89,8 +90,9 @@ def ask(client: httpx.Client, questions: list[Question], prompts: list[str]) -> 
     }
 
 
-# Fillers (the write path's `is_filler`: no information), then prompts with content words that are
-# about the task at hand rather than the user's memories.
+# Fillers (the write path's `is_filler`: no information), go-ons said to an agent (the
+# gate's own PROMPT_FILLER_WORDS), then prompts with content words about the task at hand
+# rather than the user's memories.
 SMALL_TALK = (
     "thanks!", "ok", "lol", "hmm", "sounds good", "yes, do it", "Good morning!", "no",
     "sure", "haha nice", "how are you?", "go on", "What?", "can you do that again?",
@@ -188,19 +190,10 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=400, help="a sample (0: all)")
     parser.add_argument("--pasted-chars", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument(
-        "--api-env",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a setting for the API (repeatable), e.g. MUMA_RETRIEVAL__X=1",
-    )
+    add_api_env(parser)
     parser.add_argument("--json", type=Path)
     args = parse_kept_home(parser)
-    if bad := [item for item in args.api_env if "=" not in item]:
-        parser.error(f"--api-env takes KEY=VALUE, not {bad[0]!r}")
-    api_env = dict(item.split("=", 1) for item in args.api_env)
-    result = run(args.home, args.data, args.questions, args.pasted_chars, args.seed, api_env)
+    result = run(args.home, args.data, args.questions, args.pasted_chars, args.seed, args.api_env)
     print_report(result)
     print(f"results: {write_results('locomo-prompts', result, args.json)}")
 

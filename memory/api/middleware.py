@@ -1,7 +1,8 @@
 """Per-request middleware: observability, and the guard on what a request may carry.
 
-Observability: a request id (X-Request-ID), the latency histogram per route template, and
-one structured access-log line per request.
+Observability: a request id (X-Request-ID), the latency histogram per route template,
+one structured access-log line per request, and the request's arrival time (budgets such
+as /v1/context's count from it, not from when a thread got to the handler).
 
 Invariants: pure ASGI (no BaseHTTPMiddleware), so streaming and server-sent-event
 responses pass through untouched; the route label is the matched route's template
@@ -22,6 +23,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from starlette.datastructures import Headers, MutableHeaders
+from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -31,6 +33,15 @@ from memory.ops.metrics import observe_request
 access_log = logging.getLogger("memory.api.access")
 SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 HEADER = "X-Request-ID"
+# request.state key: time.monotonic() when the request reached the app, before its body
+# was read, its token checked or a thread picked it up (budgets count from here).
+ARRIVED_AT = "arrived_at"
+
+
+def arrived_at(request: Request) -> float:
+    """When the request reached the app (now, for a request this middleware did not see)."""
+    value = getattr(request.state, ARRIVED_AT, None)
+    return value if isinstance(value, float) else time.monotonic()
 
 
 def request_id_from(scope: Scope) -> str:
@@ -62,6 +73,7 @@ class ObservabilityMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        scope.setdefault("state", {})[ARRIVED_AT] = time.monotonic()
         request_id = request_id_from(scope)
         token = REQUEST_ID.set(request_id)
         status = 500

@@ -12,7 +12,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, BackgroundTasks
+from fastapi import APIRouter, BackgroundTasks, Request
 from fastapi.responses import JSONResponse
 from pydantic import Field, ValidationInfo, field_validator
 from sqlalchemy import text
@@ -22,6 +22,7 @@ from memory.access.policy import Viewer
 from memory.access.tokens import Principal
 from memory.api.deps import PrincipalDep
 from memory.api.identity import resolve_viewer
+from memory.api.middleware import arrived_at
 from memory.api.schemas import Identifier, Kind, NotBlank, Strict, aware
 from memory.clients.embedder import embed_query
 from memory.clients.redis import get_redis
@@ -41,7 +42,7 @@ router = APIRouter(tags=["read"])
 log = logging.getLogger(__name__)
 _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="context")
 # Query embeddings run here while the request's lexical routes wait on PostgreSQL.
-_EMBED_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="embed")
+_EMBED_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="embed")
 CONTEXT_POOL_SIZE = 40
 OPTIONAL_STEPS_SHARE = 0.5
 # Reads a user's search files ahead after their first search (`memory.retrieval.warm`),
@@ -238,21 +239,27 @@ def search(body: SearchIn, principal: PrincipalDep, background: BackgroundTasks)
 
 
 @router.post("/v1/context", response_class=JSONResponse)
-def context(body: ContextIn, principal: PrincipalDep, background: BackgroundTasks) -> JSONResponse:
-    """The <relevant-memories> block for a prompt, within max_tokens and about timeout_ms."""
-    started = time.perf_counter()
+def context(
+    body: ContextIn, principal: PrincipalDep, background: BackgroundTasks, request: Request
+) -> JSONResponse:
+    """The <relevant-memories> block for a prompt, within max_tokens and about timeout_ms
+    counted from the request's arrival (time spent queued under load is spent budget)."""
+    started = arrived_at(request)
+    remaining = started + body.timeout_ms / 1000 - time.monotonic()
+    if remaining <= 0:  # the budget went on waiting for a thread: answer at once
+        return _context_reply("", [], 0, started, timed_out=True)
     # Optional read steps stop at this share of the budget; the rest is left for scoring.
-    deadline = Deadline.after(body.timeout_ms * OPTIONAL_STEPS_SHARE / 1000)
+    deadline = Deadline(at=started + body.timeout_ms * OPTIONAL_STEPS_SHARE / 1000)
     # No length prior: the block is budgeted in tokens, and preferring longer notes spent
     # it on fewer memories (LoCoMo: 23.1 -> 19.8 per block, context recall .867 -> .862).
     # A prompt of fillers only ("thanks!") gets an empty block (memory.retrieval.gate).
     skip_filler = get_settings().retrieval.context_skip_filler
     options = SearchOptions(deadline=deadline, length_prior=0.0, skip_filler=skip_filler)
     future = _POOL.submit(
-        _search, principal, body, body.prompt, CONTEXT_POOL_SIZE, body.timeout_ms, options
+        _search_within, started + body.timeout_ms / 1000, principal, body, options
     )
     try:
-        hits, results = future.result(timeout=body.timeout_ms / 1000)
+        hits, results = future.result(timeout=remaining)
     except FutureTimeout:
         return _context_reply("", [], 0, started, timed_out=True)
     except Exception as exc:  # a statement timeout or a transient failure: answer empty
@@ -268,10 +275,24 @@ def context(body: ContextIn, principal: PrincipalDep, background: BackgroundTask
     return _context_reply(block, memories, tokens, started, timed_out=deadline.partial)
 
 
+def _search_within(
+    budget_end: float, principal: Principal, body: ContextIn, options: SearchOptions
+) -> tuple[list[SearchHit], list[dict[str, Any]]]:
+    """The context's search, unless its budget ran out while it waited for a thread: the
+    handler has answered by then, and under load the work would only delay the next."""
+    remaining_ms = int((budget_end - time.monotonic()) * 1000)
+    if remaining_ms <= 0:
+        if options.deadline is not None:
+            options.deadline.skipped.append("search")  # so the reply says it was cut short
+        return [], []
+    return _search(principal, body, body.prompt, CONTEXT_POOL_SIZE, remaining_ms, options)
+
+
 def _context_reply(
     block: str, memories: list[dict[str, Any]], tokens: int, started: float, *, timed_out: bool
 ) -> JSONResponse:
-    took = round((time.perf_counter() - started) * 1000, 2)
+    """`started`: the request's arrival, on time.monotonic()'s clock."""
+    took = round((time.monotonic() - started) * 1000, 2)
     content = {
         "context": block,
         "memories": memories,
