@@ -113,16 +113,17 @@ def _vocative_positions(text: str, spans: list[tuple[int, int]]) -> set[int]:
     return found
 
 
-def is_filler(sentence: str) -> bool:
+def is_filler(sentence: str, *, also: frozenset[str] = frozenset()) -> bool:
     """True when a sentence holds only greetings, thanks, reactions, addressee names and
-    function words (e.g. "Hey Mel!", "Wow, that's cool, Caroline!", "Thanks!")."""
+    function words (e.g. "Hey Mel!", "Wow, that's cool, Caroline!", "Thanks!"), or words
+    in `also` (a caller's own fillers)."""
     text = normalise(sentence)
     spans = [m.span() for m in _WORD_RE.finditer(text)]
     if not spans:
         return bool(_EMOJI_ONLY_RE.match(text))
     vocatives = _vocative_positions(text, spans)
     rest = [text[a:b].casefold() for k, (a, b) in enumerate(spans) if k not in vocatives]
-    return all(w in _FILLER_WORDS or not content_tokens(w) for w in rest)
+    return all(w in _FILLER_WORDS or w in also or not content_tokens(w) for w in rest)
 
 
 Unit = tuple[int, str]  # (line number, sentence): line breaks survive cleaning

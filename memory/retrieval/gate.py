@@ -14,13 +14,24 @@ words); a prompt made only of such sentences has nothing to look up either, and
 from __future__ import annotations
 
 from memory.episodes.extraction import is_filler
-from memory.retrieval.text import normalise, split_sentences
+from memory.retrieval.text import normalise, split_sentences, word_set
+
+# Said to an agent, these steer the task at hand rather than ask about the user: "Thank
+# you so much!", "perfect", "continue", "next", "great, go ahead", "try again". The write
+# path keeps them, since in a captured turn they may be part of what was said.
+PROMPT_FILLER_WORDS = word_set(
+    """
+    much perfect excellent brilliant superb continue next proceed ahead resume try retry
+    again carry more
+    """
+)
 
 
 def asks_anything(prompt: str) -> bool:
-    """False when every sentence of `prompt` is filler (an empty prompt asks nothing)."""
+    """False when every sentence of `prompt` is filler, the write path's or one of
+    PROMPT_FILLER_WORDS (an empty prompt asks nothing)."""
     return any(
-        not is_filler(sentence)
+        not is_filler(sentence, also=PROMPT_FILLER_WORDS)
         for line in normalise(prompt).splitlines()
         for sentence in split_sentences(line)
     )
