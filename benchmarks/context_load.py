@@ -5,8 +5,9 @@ Runs against a home `benchmarks.locomo --home DIR` ingested. At each level of
 `--concurrency` that many clients (threads, a connection each) send LoCoMo questions to
 /v1/context back to back, `--requests` per level in all, with the default 150 ms budget.
 Per level: the client's p50 / p95 / max, the service's own `took_ms` p50 / p95 / max,
-contexts cut short, and recall inside the block (what cutting short costs). The clients
-share the machine's cores with the service, as an agent host's plugin would.
+contexts cut short, recall inside the block (what cutting short costs), and CPU ms per
+request in the API, PostgreSQL, the clients and the whole machine. The clients share the
+machine's cores with the service, as an agent host's plugin would.
 
     .venv/bin/python -m benchmarks.context_load --home /tmp/locomo
     .venv/bin/python -m benchmarks.context_load --home /tmp/locomo --concurrency 1,16 \\
@@ -104,9 +105,26 @@ def run(
         send_all(st.api_url, headers, sample[:20])  # warm-up: every user's files read
         results = []
         for concurrency in levels:
-            results.append(run_level(st.api_url, headers, sample, concurrency))
+            before = st.cpu_seconds()
+            level = run_level(st.api_url, headers, sample, concurrency)
+            level["cpu_ms_per_request"] = cpu_per_request(before, st.cpu_seconds(), len(sample))
+            results.append(level)
             print_report(results[-1:])
     return {"requests": len(sample), "seed": seed, "api_env": env, "levels": results}
+
+
+def cpu_per_request(
+    before: dict[str, float], after: dict[str, float], requests: int
+) -> dict[str, float]:
+    """CPU ms per request by service (the API, PostgreSQL, these clients, the machine):
+    where a level's time goes when the cores are the limit."""
+    names = {"api": "api", "postgres": "postgres", "benchmark": "clients"}
+    names["machine (all busy CPU, kernel too)"] = "machine"
+    return {
+        label: round((after[name] - before[name]) * 1000 / requests, 2)
+        for name, label in names.items()
+        if name in before and name in after
+    }
 
 
 def print_report(levels: list[dict[str, Any]]) -> None:
@@ -117,7 +135,8 @@ def print_report(levels: list[dict[str, Any]]) -> None:
         Row(
             f"{r['concurrency']} concurrent ({r['requests']} requests)",
             f"client {spread(r['client_ms'])}; service {spread(r['service_ms'])}; "
-            f"{r['timed_out']} cut short; recall {r['context_recall']:.3f}",
+            f"{r['timed_out']} cut short; recall {r['context_recall']:.3f}; CPU ms per "
+            "request " + ", ".join(f"{k} {v}" for k, v in r.get("cpu_ms_per_request", {}).items()),
         )
         for r in levels
     ]

@@ -45,3 +45,17 @@ def test_api_env_settings_are_parsed_and_malformed_ones_refused(
     monkeypatch.setattr("sys.argv", ["x", "--home", str(tmp_path), "--api-env", "A"])
     with pytest.raises(SystemExit):
         parse_kept_home(parser)
+
+
+def test_cpu_per_request_is_each_services_difference_over_the_requests() -> None:
+    from benchmarks.context_load import cpu_per_request
+
+    machine = "machine (all busy CPU, kernel too)"
+    before = {"api": 1.0, "postgres": 2.0, "benchmark": 0.5, machine: 10.0}
+    after = {"api": 3.0, "postgres": 2.5, "benchmark": 1.0, machine: 14.0}
+    assert cpu_per_request(before, after, 100) == {
+        "api": 20.0,
+        "postgres": 5.0,
+        "clients": 5.0,
+        "machine": 40.0,
+    }
