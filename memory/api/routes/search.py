@@ -42,7 +42,7 @@ router = APIRouter(tags=["read"])
 log = logging.getLogger(__name__)
 _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="context")
 # Query embeddings run here while the request's lexical routes wait on PostgreSQL.
-_EMBED_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="embed")
+_EMBED_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="embed")
 CONTEXT_POOL_SIZE = 40
 OPTIONAL_STEPS_SHARE = 0.5
 # Reads a user's search files ahead after their first search (`memory.retrieval.warm`),
