@@ -153,8 +153,8 @@ class RetrievalSettings(_Section):
     # in this many characters (memory.retrieval.focus): the ask, not text pasted before.
     query_focus_chars: int = Field(512, ge=16, le=16000)
     # /v1/context answers a prompt made only of greetings, thanks and reactions ("ok",
-    # "thanks!", "lol") with an empty block instead of the notes nearest to it
-    # (memory.retrieval.gate).
+    # "thanks!", "lol") or go-ons ("continue", "next", "perfect") with an empty block
+    # instead of the notes nearest to it (memory.retrieval.gate).
     context_skip_filler: bool = True
     # pgvector's candidate list per HNSW search (`hnsw.ef_search`, set per connection).
     hnsw_ef_search: int = Field(40, ge=1, le=1000)

@@ -245,7 +245,8 @@ def context(
     """The <relevant-memories> block for a prompt, within max_tokens and about timeout_ms
     counted from the request's arrival (time spent queued under load is spent budget)."""
     started = arrived_at(request)
-    remaining = started + body.timeout_ms / 1000 - time.monotonic()
+    budget_end = started + body.timeout_ms / 1000
+    remaining = budget_end - time.monotonic()
     if remaining <= 0:  # the budget went on waiting for a thread: answer at once
         return _context_reply("", [], 0, started, timed_out=True)
     # Optional read steps stop at this share of the budget; the rest is left for scoring.
@@ -255,9 +256,7 @@ def context(
     # A prompt of fillers only ("thanks!") gets an empty block (memory.retrieval.gate).
     skip_filler = get_settings().retrieval.context_skip_filler
     options = SearchOptions(deadline=deadline, length_prior=0.0, skip_filler=skip_filler)
-    future = _POOL.submit(
-        _search_within, started + body.timeout_ms / 1000, principal, body, options
-    )
+    future = _POOL.submit(_search_within, budget_end, principal, body, options)
     try:
         hits, results = future.result(timeout=remaining)
     except FutureTimeout:
