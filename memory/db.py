@@ -15,10 +15,12 @@ from typing import Any
 import psycopg
 from psycopg.rows import namedtuple_row
 from sqlalchemy import (
+    ARRAY,
     Engine,
     Executable,
     MetaData,
     String,
+    Uuid,
     bindparam,
     create_engine,
     event,
@@ -199,6 +201,14 @@ class CompiledStatement:
         if "POSTCOMPILE" in self.sql:
             raise ValueError("a compiled statement cannot hold an expanding IN; use = ANY(array)")
         self.constants = {k: v for k, v in compiled.params.items() if v is not None}
+        # uuid[] values go in binary: psycopg's text form quotes each element through a
+        # regular expression (150 ids: ~230 µs against ~35 µs), on every read of the path.
+        # The dialect's cast (`::UUID[]`) still lets ids given as strings compare.
+        self.id_arrays = tuple(
+            name for name, bind in compiled.binds.items() if _is_uuid_array(bind.type)
+        )
+        for name in self.id_arrays:
+            self.sql = self.sql.replace(f"%({name})s", f"%({name})b")
 
     def rows(self, session: Session, params: dict[str, Any] | None = None) -> list[Any]:
         """The statement's rows in the session's transaction (its row-level security and
@@ -238,6 +248,10 @@ class CompiledStatement:
 
 
 _PSYCOPG_DIALECT = PGDialect_psycopg()
+
+
+def _is_uuid_array(kind: Any) -> bool:
+    return isinstance(kind, ARRAY) and isinstance(kind.item_type, Uuid)
 
 
 # The non-owner role the API's user-scoped transactions run as (created by migration 0002).

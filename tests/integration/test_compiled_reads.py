@@ -16,6 +16,7 @@ from memory.notes.models import Note
 from memory.retrieval import bm25 as b
 from memory.retrieval.scope import ReadScope, SearchFilters
 from memory.retrieval.text import analyse
+from memory.types import id_in_param
 from tests.support.helpers import new_note
 
 pytestmark = pytest.mark.integration
@@ -103,3 +104,22 @@ def test_a_statement_timeout_surfaces_as_through_the_orm(database_url: str) -> N
     with pytest.raises(TransientError, match="statement timeout"), session_scope() as session:
         session.execute(text("SET LOCAL statement_timeout = 20"))
         sleep.rows(session)
+
+
+def test_id_arrays_are_sent_in_binary_and_match_as_ids_or_strings(
+    database_url: str, tenant_id: str, user_id: str
+) -> None:
+    statement = CompiledStatement(
+        select(Note.content).where(id_in_param(Note.id, "ids")).order_by(Note.content)
+    )
+    # The text form quotes every element through a regular expression; binary does not.
+    assert "%(ids)b" in statement.sql and statement.id_arrays == ("ids",)
+    notes = [new_note(tenant_id, user_id, f"heron {i}") for i in range(3)]
+    _store(notes)
+    with session_scope() as session:
+        as_ids = statement.rows(session, {"ids": [n.id for n in notes[:2]]})
+        as_strings = statement.rows(session, {"ids": [str(n.id) for n in notes[1:]]})
+        none = statement.rows(session, {"ids": []})
+    assert [r.content for r in as_ids] == ["heron 0", "heron 1"]
+    assert [r.content for r in as_strings] == ["heron 1", "heron 2"]
+    assert none == []
