@@ -113,18 +113,22 @@ def fuse(
     for name, weight in weights.items():
         if not math.isfinite(weight) or weight < 0.0:
             raise ValueError(f"weight for route {name!r} must be finite and >= 0")
-    keys: dict[K, None] = {}  # ordered union, so output order follows route order
-    for scores in routes.values():
-        keys.update(dict.fromkeys(scores))
-    fused = dict.fromkeys(keys, 0.0)
+    # Ordered union, so output order follows route order. Sums run over positions: the
+    # keys (note UUIDs, hashed in Python) are looked up once per route entry, not once
+    # per route and candidate, with each key's terms added in route order as before.
+    keys = list(dict.fromkeys(key for scores in routes.values() for key in scores))
+    position = {key: i for i, key in enumerate(keys)}
+    totals = [0.0] * len(keys)
     for name, scores in routes.items():
         if not scores:
             continue
         normed, absent = _normalise(scores, method, rrf_k)
         weight = weights.get(name, 1.0)
-        for key in fused:
-            fused[key] += weight * normed.get(key, absent)
-    return fused
+        column = [absent] * len(keys)
+        for key, value in normed.items():
+            column[position[key]] = value
+        totals = [total + weight * value for total, value in zip(totals, column, strict=True)]
+    return dict(zip(keys, totals, strict=True))
 
 
 def to_relevance(fused: Mapping[K, float]) -> dict[K, float]:

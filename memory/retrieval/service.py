@@ -259,7 +259,7 @@ def _score(
                 link_spread=spread * settings.activation.context_weight,
             )
             score = breakdown.total
-        route_ranks = {name: rk[note_id] for name, rk in ranks.items() if note_id in rk}
+        route_ranks = {name: at for name, rk in ranks.items() if (at := rk.get(note_id))}
         if note_id in links:
             route_ranks["links"] = 1
         hit = SearchHit(note, score, rel, breakdown, route_ranks, spread, boost, prior)
