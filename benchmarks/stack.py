@@ -258,6 +258,9 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def _tree_cpu(pid: int, *, children: bool = True) -> float:
+    """CPU seconds of `pid` and, with `children`, of its descendants: the live ones' own
+    time plus what each has reaped of its exited children (a PostgreSQL backend that
+    closed, a Celery pool child replaced), so the total never falls between two calls."""
     import psutil
 
     try:
@@ -272,6 +275,8 @@ def _tree_cpu(pid: int, *, children: bool = True) -> float:
         except psutil.Error:
             continue
         total += times.user + times.system
+        if children:
+            total += times.children_user + times.children_system
     return total
 
 
