@@ -79,11 +79,9 @@ def run_routes(
     vector: QueryVector,
     options: SearchOptions,
     aside: OpenSession | None = None,
-    vectors: dict[uuid.UUID, np.ndarray] | None = None,
 ) -> dict[str, dict[uuid.UUID, float]]:
     """Each enabled route's candidates (keyed in `ANSWER_ORDER`, whatever order they ran
-    in); past `options.deadline` only the first one runs. `vectors`, when given, receives
-    the vectors the dense route's graph returned with its candidates (for the MMR pool).
+    in); past `options.deadline` only the first one runs.
 
     The lexical routes first (BM25 alone is the best single route on LoCoMo), so a read
     cut short by its budget still has the candidates that matter most, and a pending
@@ -94,11 +92,7 @@ def run_routes(
     transactions of their own from the start (`memory.retrieval.aside`), beside BM25 here;
     the candidates are the same either way.
     """
-    run = _RouteRun(session, scope, query, vector, options, aside)
-    found = run.run_all()
-    if vectors is not None:
-        vectors.update(run.vectors)
-    return found
+    return _RouteRun(session, scope, query, vector, options, aside).run_all()
 
 
 @dataclass
@@ -122,9 +116,6 @@ class _RouteRun:
     windowed: set[uuid.UUID] = field(default_factory=set)
     aside_windows: dict[uuid.UUID, float] = field(default_factory=dict)
     aside_windowed: list[uuid.UUID] = field(default_factory=list)
-    # The dense candidates' vectors; those read aside are taken once the route is joined.
-    vectors: dict[uuid.UUID, np.ndarray] = field(default_factory=dict)
-    aside_vectors: dict[uuid.UUID, np.ndarray] = field(default_factory=dict)
 
     def run_all(self) -> dict[str, dict[uuid.UUID, float]]:
         if self.vector is not None:
@@ -152,8 +143,6 @@ class _RouteRun:
         scores = self._step(name)
         if scores is not None:
             self.found[name] = scores
-            if name == "dense" and name in self.pending:  # joined: its vectors are in
-                self.vectors.update(self.aside_vectors)
 
     def _step(self, name: str) -> dict[uuid.UUID, float] | None:
         if name in self.pending:
@@ -161,7 +150,7 @@ class _RouteRun:
         if name == "bm25" or name == "bm25_window":
             return self._bm25(name == "bm25_window")
         if name == "dense":
-            return self._dense(self.session, self.vectors)
+            return self._dense(self.session)
         if name == "verbatim":
             tokens = verbatim_tokens(self.query)
             return r.verbatim_route(self.session, self.scope, tokens, limit=ROUTE_LIMIT)
@@ -206,18 +195,14 @@ class _RouteRun:
             self.text_form = vector_text(ready)
         return self.text_form
 
-    def _dense(self, on: Session, vectors: dict[uuid.UUID, np.ndarray]) -> dict[uuid.UUID, float]:
+    def _dense(self, on: Session) -> dict[uuid.UUID, float]:
         vector, cap = self._query_vector(), self.options.scan_tuples
-        return r.dense_route(
-            on, self.scope, vector, limit=ROUTE_LIMIT, scan_tuples=cap, vectors=vectors
-        )
+        return r.dense_route(on, self.scope, vector, limit=ROUTE_LIMIT, scan_tuples=cap)
 
     def _dense_aside(self, on: Session) -> dict[uuid.UUID, float]:
         """The dense route, then (in the same transaction) its candidates' window cosines,
         read by the request once it has joined this work."""
-        vectors: dict[uuid.UUID, np.ndarray] = {}
-        scores = self._dense(on, vectors)
-        self.aside_vectors = vectors
+        scores = self._dense(on)
         if "dense_window" in self.options.routes:
             # Those the request has looked up meanwhile are not asked again.
             asked = [note_id for note_id in scores if note_id not in self.windowed]

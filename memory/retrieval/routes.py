@@ -15,7 +15,6 @@ from contextlib import nullcontext
 from functools import cache
 from typing import Any
 
-import numpy as np
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     ColumnElement,
@@ -36,7 +35,6 @@ from memory.access.policy import Viewer
 from memory.db import CompiledStatement, graph_scan_cap
 from memory.links.models import Link
 from memory.notes.models import EMBEDDING_DIMENSION, Note, NoteVector, NoteWindowVector
-from memory.notes.vectors import binary_vector, parse_vector
 from memory.retrieval.scope import (
     KIND_PARAMS,
     ReadScope,
@@ -67,7 +65,6 @@ def dense_route(
     *,
     limit: int,
     scan_tuples: int | None = None,
-    vectors: dict[uuid.UUID, np.ndarray] | None = None,
 ) -> dict[uuid.UUID, float]:
     """Nearest notes by cosine to `vector` (`vector_text`), searched in `note_vectors`
     (the searchable notes' vectors).
@@ -87,9 +84,6 @@ def dense_route(
     index scans instead. Either way the route fills its limit when the slice holds enough
     notes the viewer may see. `scan_tuples` caps a filtered search's graph scan
     (`graph_scan_cap`): a slice the graph has not reached by then is ranked exactly.
-    With `vectors`, the answer also leaves its notes' vectors there (the scan has their
-    rows in hand), so the MMR pool need not read them again (`rows.pool_vectors`); an
-    exact ranking of a slice keeps its sort to (id, distance) pairs and leaves none.
     """
     params = {**scope.params, "query_vector": vector, "pool_size": limit * DENSE_POOL_FACTOR}
     cap = scan_tuples if scope.filters.narrows else None
@@ -98,9 +92,6 @@ def dense_route(
     if len(rows) < limit:
         fallback = _dense_slice_statement if scope.filters.narrows else _dense_statement
         rows = fallback(scope.shape, limit).rows(session, params)
-    if vectors is not None:  # the exact slice ranking returns none
-        found = ((row.id, getattr(row, "embedding", None)) for row in rows)
-        vectors.update((note_id, parse_vector(raw)) for note_id, raw in found if raw)
     return {row.id: 1.0 - float(row.d) for row in rows}
 
 
@@ -153,12 +144,9 @@ def _nearest_then_joined(shape: ScopeShape, limit: int, *, exact: bool) -> Compi
     if shape.kinds and not exact:
         nearest = _nearest_per_kind(shape, distance, pool)
     else:
-        nearest = _nearest(_vector_scope(shape), distance, pool, exact).subquery("nearest")
-    # The graph's answer carries its vectors for the MMR pool; an exact ranking of a slice
-    # keeps its in-memory sort to (id, distance) pairs (`_dense_slice_statement`).
-    columns = [Note.id, nearest.c.d] + ([] if exact else [nearest.c.embedding])
+        nearest = _nearest(_vector_scope(shape), distance, pool).subquery("nearest")
     return CompiledStatement(
-        select(*columns)
+        select(Note.id, nearest.c.d)
         .join(Note, Note.id == nearest.c.note_id)
         .where(scope_conditions(shape, scope_by_index=False))
         .order_by(nearest.c.d)
@@ -181,18 +169,13 @@ def _nearest_per_kind(shape: ScopeShape, distance: Any, pool: Any) -> Subquery:
         for name in KIND_PARAMS
     ]
     merged = union_all(*branches).subquery("per_kind")
-    columns = (merged.c.note_id, merged.c.d, merged.c.embedding)
-    return select(*columns).order_by(merged.c.d).limit(pool).subquery("nearest")
+    return select(merged.c.note_id, merged.c.d).order_by(merged.c.d).limit(pool).subquery("nearest")
 
 
-def _nearest(
-    conditions: list[ColumnElement[bool]], distance: Any, pool: Any, exact: bool = False
-) -> Select[Any]:
-    """The `pool` nearest mirror rows that meet `conditions`: (note_id, d), and but for
-    an exact ranking the vector in pgvector's binary form (embedding)."""
-    vector = [] if exact else [binary_vector(NoteVector.embedding, "embedding")]
+def _nearest(conditions: list[ColumnElement[bool]], distance: Any, pool: Any) -> Select[Any]:
+    """The `pool` nearest mirror rows that meet `conditions`: (note_id, d)."""
     return (
-        select(NoteVector.note_id, distance.label("d"), *vector)
+        select(NoteVector.note_id, distance.label("d"))
         .where(*conditions)
         .order_by(distance)
         .limit(pool)
@@ -202,9 +185,8 @@ def _nearest(
 @shape_cached
 def _dense_statement(shape: ScopeShape, limit: int) -> CompiledStatement:
     distance = _query_distance(NoteVector.embedding)
-    vector = binary_vector(NoteVector.embedding, "embedding")
     return CompiledStatement(
-        select(Note.id, distance.label("d"), vector)
+        select(Note.id, distance.label("d"))
         .select_from(NoteVector)
         .join(Note, Note.id == NoteVector.note_id)
         .where(*_vector_scope(shape), scope_conditions(shape))

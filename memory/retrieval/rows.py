@@ -114,22 +114,15 @@ def _adjacent_turn(shape: ScopeShape, *, before: bool) -> Any:
     )
 
 
-def pool_vectors(
-    session: Session, viewer: Viewer, note_ids: list[uuid.UUID], known: Vectors | None = None
-) -> Vectors:
+def pool_vectors(session: Session, viewer: Viewer, note_ids: list[uuid.UUID]) -> Vectors:
     """The notes' vectors, read from the viewer's partition of note_vectors, where they are
     stored inline (every hit is searchable, so mirrored there); in notes they are
-    TOASTed, two more page reads per vector. A note without a vector has none here.
-    Those in `known` (the dense route's, read from the same partition) are not read
-    again: most of an MMR pool (80-87 % on LoCoMo) came from that route."""
-    known = known or {}
-    found = {i: known[i] for i in note_ids if i in known}
-    missing = [i for i in note_ids if i not in found]
-    if not missing:
-        return found
-    params = {"tenant_id": viewer.tenant_id, "user_id": viewer.user_id, "ids": missing}
+    TOASTed, two more page reads per vector. A note without a vector has none here."""
+    if not note_ids:
+        return {}
+    params = {"tenant_id": viewer.tenant_id, "user_id": viewer.user_id, "ids": note_ids}
     rows = _pool_vectors_statement().rows(session, params)
-    return found | {row.note_id: parse_vector(row.embedding) for row in rows}  # type: ignore[misc]
+    return {row.note_id: parse_vector(row.embedding) for row in rows}  # type: ignore[misc]
 
 
 @cache

@@ -33,7 +33,7 @@ from memory.retrieval.candidates import (  # noqa: F401 - the read path's public
 from memory.retrieval.fusion import fuse, length_prior, to_relevance
 from memory.retrieval.gate import asks_anything
 from memory.retrieval.mmr import mmr
-from memory.retrieval.rows import ScoredNote, Vectors, load_candidates, pool_vectors
+from memory.retrieval.rows import ScoredNote, load_candidates, pool_vectors
 from memory.types import utcnow
 
 LINK_SEEDS = 10
@@ -120,8 +120,7 @@ def search_notes(
         return []
     # Access rules and filters as of now; `now` is the activation's clock.
     scope = r.ReadScope(viewer, filters)
-    vectors: Vectors = {}  # the dense route's, for the MMR pool
-    found = run_routes(session, scope, query, vector, options, aside, vectors)
+    found = run_routes(session, scope, query, vector, options, aside)
     lexical_routes = {k: v for k, v in found.items() if k != "verbatim"}
     fused = fuse(lexical_routes, method=options.fusion) if lexical_routes else {}  # type: ignore[arg-type]
     for note_id, matched in found.get("verbatim", {}).items():
@@ -141,7 +140,7 @@ def search_notes(
     if "links" in options.routes and relevance and _allows(options, "links"):
         links, notes = _with_links(session, scope, relevance, notes, options.link_weight)
     passed, below = _score(notes, relevance, found, links, query, now, settings, options)
-    chosen = _select(session, viewer, passed, top_k, options, vectors)
+    chosen = _select(session, viewer, passed, top_k, options)
     if filters.narrows and len(chosen) < top_k:
         # A filter names the slice the caller wants ranked ("decisions since Monday"), so
         # its answer is filled to top_k with the slice's best notes below the retrieval
@@ -271,12 +270,7 @@ def _score(
 
 
 def _select(
-    session: Session,
-    viewer: Viewer,
-    hits: list[SearchHit],
-    top_k: int,
-    options: SearchOptions,
-    vectors: Vectors,
+    session: Session, viewer: Viewer, hits: list[SearchHit], top_k: int, options: SearchOptions
 ) -> list[SearchHit]:
     if not options.mmr or len(hits) <= top_k:
         return hits[:top_k]
@@ -288,7 +282,7 @@ def _select(
     order = mmr(
         [h.note.id for h in pool],
         {h.note.id: (h.score - bottom) / span for h in pool},
-        pool_vectors(session, viewer, [h.note.id for h in pool], vectors),
+        pool_vectors(session, viewer, [h.note.id for h in pool]),
         lam=MMR_LAMBDA,
         k=top_k,
     )

@@ -321,36 +321,6 @@ def test_mmr_pool_vectors_are_the_notes_vectors_of_the_viewer_only(memory_user: 
         assert np.allclose(mine[row.id], np.asarray(row.embedding, dtype=np.float32), atol=1e-6)
 
 
-def test_the_mmr_pool_reuses_the_vectors_the_dense_route_returned(memory_user: tuple) -> None:
-    """The dense route's graph answer carries its notes' vectors (equal to their
-    embeddings), and the MMR pool reads only the vectors it was not given."""
-    import numpy as np
-
-    from memory.access.policy import Viewer
-    from memory.notes.vectors import vector_text
-    from memory.retrieval.routes import ReadScope, dense_route
-    from memory.retrieval.rows import pool_vectors
-
-    user, _, tenant = memory_user
-    viewer = Viewer(tenant, user, "helper")
-    with session_scope() as session:
-        rows = session.execute(
-            select(Note.id, Note.embedding).where(Note.user_id == user, Note.status == "active")
-        ).all()
-        embeddings = {row.id: np.asarray(row.embedding, dtype=np.float32) for row in rows}
-        query = vector_text(embeddings[rows[0].id])
-        vectors: dict = {}
-        found = dense_route(session, ReadScope(viewer), query, limit=5, vectors=vectors)
-        given = {rows[0].id: np.zeros(384, dtype=np.float32)}  # not what is stored
-        pool = pool_vectors(session, viewer, list(embeddings), given)
-    assert len(found) == 5 and set(vectors) == set(found)
-    for note_id, vector in vectors.items():
-        assert np.allclose(vector, embeddings[note_id], atol=1e-6)
-    assert set(pool) == set(embeddings) and pool[rows[0].id] is given[rows[0].id]
-    for note_id in set(embeddings) - set(given):
-        assert np.allclose(pool[note_id], embeddings[note_id], atol=1e-6)
-
-
 def test_search_weighs_a_notes_length_and_context_does_not(
     api_client: TestClient, memory_user: tuple
 ) -> None:
