@@ -259,8 +259,8 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
 
 def _tree_cpu(pid: int, *, children: bool = True) -> float:
     """CPU seconds of `pid` and, with `children`, of its descendants: the live ones' own
-    time plus what each has reaped of its exited children (a PostgreSQL backend that
-    closed, a Celery pool child replaced), so the total never falls between two calls."""
+    time plus what each has reaped of its exited children, so a PostgreSQL backend that
+    closed or a Celery pool child that was replaced keeps counting."""
     import psutil
 
     try:
