@@ -115,7 +115,7 @@ def fuse(
             raise ValueError(f"weight for route {name!r} must be finite and >= 0")
     # Ordered union, so output order follows route order. Sums run over positions: the
     # keys (note UUIDs, hashed in Python) are looked up once per route entry, not once
-    # per route and candidate, with each key's terms added in route order as before.
+    # per route and candidate; each key's terms are still added in route order.
     keys = list(dict.fromkeys(key for scores in routes.values() for key in scores))
     position = {key: i for i, key in enumerate(keys)}
     totals = [0.0] * len(keys)
