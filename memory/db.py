@@ -33,6 +33,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
 from memory.config import Settings, get_settings
+from memory.db_liveness import install_liveness_check
 from memory.errors import InvalidInputError, TransientError
 from memory.runtime.priority import lower_backend_priority
 
@@ -84,7 +85,8 @@ def _engine_for(url: str, *, custom_plans: bool = False, aside: bool = False) ->
     if key in _ENGINES:
         return _ENGINES[key]
     pool = {"pool_size": ASIDE_CONNECTIONS if aside else 5, "max_overflow": 0 if aside else 10}
-    engine = create_engine(url, pool_pre_ping=True, pool_recycle=1800, **pool)
+    engine = create_engine(url, pool_pre_ping=False, pool_recycle=1800, **pool)
+    install_liveness_check(engine)
 
     ef_search = get_settings().retrieval.hnsw_ef_search
 
