@@ -30,6 +30,7 @@ from memory.retrieval import routes as r
 from memory.retrieval.rows import load_candidates
 from memory.retrieval.service import ROUTE_LIMIT, SearchOptions, run_routes
 from memory.retrieval.text import analyse
+from memory.types import utcnow
 
 SLIM_COLUMNS = (
     Note.id,
@@ -61,7 +62,7 @@ def _overlap(a: dict, b: dict) -> float:
 def _load_variants(
     session: Session, scope: r.ReadScope, ids: list[Any], out: dict[str, list[float]]
 ) -> None:
-    ms, _ = _ms(lambda: load_candidates(session, scope, ids))
+    ms, _ = _ms(lambda: load_candidates(session, scope, ids, now=utcnow(), decay=0.5))
     out["load_notes (product: whole rows)"].append(ms)
     session.expunge_all()
 

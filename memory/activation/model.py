@@ -246,11 +246,36 @@ def score_activation(
         total_count=total_count,
         first_access=first_access,
     )
+    last = max(access_times) if access_times else first_access
+    return activation_breakdown(
+        base=base,
+        last_access=last,
+        now=now,
+        relevance=relevance,
+        half_life_hours=half_life_hours,
+        settings=settings,
+        rng=rng,
+        link_spread=link_spread,
+    )
+
+
+def activation_breakdown(
+    *,
+    base: float,
+    last_access: datetime | None,
+    now: datetime,
+    relevance: float,
+    half_life_hours: float,
+    settings: ActivationSettings,
+    rng: NoiseRng | None = None,
+    link_spread: float = 0.0,
+) -> ActivationBreakdown:
+    """`score_activation` for a note whose base level B is already known (the read path
+    has PostgreSQL compute it, `base_level_sql`); R = 0 without a last access."""
     spread = spreading(relevance, weight=settings.context_weight, link_spread=link_spread)
     noise = logistic_noise(rng if settings.noise_enabled else None, stddev=settings.noise_stddev)
     total = activation(base, spread, noise)
-    last = max(access_times) if access_times else first_access
-    kept = retention(last, now, half_life_hours) if last is not None else 0.0
+    kept = retention(last_access, now, half_life_hours) if last_access is not None else 0.0
     return ActivationBreakdown(
         base_level=base,
         spreading=spread,

@@ -23,6 +23,7 @@ from sqlalchemy import String, bindparam, select
 from sqlalchemy.orm import Session, aliased
 
 from memory.access.policy import Viewer
+from memory.activation.base_level_sql import base_level_column, base_level_params
 from memory.db import CompiledStatement
 from memory.notes.models import Note, NoteVector
 from memory.notes.vectors import binary_vector, parse_vector
@@ -41,16 +42,18 @@ class ScoredNote(Protocol):
     speaker: str | None
     agent_id: str
     occurred_at: datetime
-    access_times: list[datetime] | None
-    access_count: int
-    first_access_at: datetime
+    last_access_at: datetime
     half_life_hours: float
     term_count: int
+    base_level: float  # ACT-R's B at the search's clock, computed by PostgreSQL
 
 
 # Plain rows rather than ORM objects (150 candidates: 3.9 against 8.2 ms of CPU); no index
-# columns, and vectors only for the MMR pool.
-CANDIDATE_COLUMNS = tuple(getattr(Note, name) for name in ScoredNote.__annotations__)
+# columns, vectors only for the MMR pool, and B instead of the accesses it is made of.
+CANDIDATE_COLUMNS = (
+    *(getattr(Note, name) for name in ScoredNote.__annotations__ if name != "base_level"),
+    base_level_column(Note).label("base_level"),
+)
 
 Vectors = dict[uuid.UUID, np.ndarray]
 
@@ -63,16 +66,25 @@ def load_candidates(
     scope: ReadScope,
     note_ids: list[uuid.UUID],
     seed_ids: list[uuid.UUID] | None = None,
+    *,
+    now: datetime,
+    decay: float,
 ) -> tuple[dict[uuid.UUID, ScoredNote], Adjacent]:
-    """The rows of `note_ids`, and for each of `seed_ids` (a subset) the visible notes of
-    the previous and the next turn of its session (the nearest turn_seq on either side).
+    """The rows of `note_ids` with their base levels at `now` (ACT-R decay `decay`), and
+    for each of `seed_ids` (a subset) the visible notes of the previous and the next turn
+    of its session (the nearest turn_seq on either side).
 
     One statement: the seeds' adjacent turns used to be a statement of their own, which
     looked each seed up by primary key again (4.1 ms of a 100k search's serial stretch,
     benchmarks/README.md, session 15)."""
     if not note_ids:
         return {}, {}
-    params = {**scope.params, "ids": note_ids, "seed_ids": seed_ids or []}
+    params = {
+        **scope.params,
+        **base_level_params(now, decay),
+        "ids": note_ids,
+        "seed_ids": seed_ids or [],
+    }
     rows = _candidates_statement(scope.shape).rows(session, params)
     adjacent: Adjacent = {}
     for row in rows:

@@ -18,7 +18,7 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from memory.access.policy import Viewer
-from memory.activation.model import ActivationBreakdown, make_noise_rng, score_activation
+from memory.activation.model import ActivationBreakdown, activation_breakdown, make_noise_rng
 from memory.config import Settings
 from memory.retrieval import routes as r
 from memory.retrieval.aside import OpenSession
@@ -133,12 +133,13 @@ def search_notes(
     # known before it: one statement reads their rows and the seeds' adjacent turns.
     best = _best(relevance, SCORED_CANDIDATES)
     seeds = _best(relevance, NEIGHBOUR_SEEDS) if smooth else []
-    notes, adjacent = load_candidates(session, scope, best, seeds)
+    clock = {"now": now, "decay": settings.activation.decay_parameter}
+    notes, adjacent = load_candidates(session, scope, best, seeds, **clock)
     if smooth:
         relevance = _smooth_by_neighbours(relevance, adjacent, options.neighbour_weight)
     links: dict[uuid.UUID, tuple[float, uuid.UUID]] = {}
     if "links" in options.routes and relevance and _allows(options, "links"):
-        links, notes = _with_links(session, scope, relevance, notes, options.link_weight)
+        links, notes = _with_links(session, scope, relevance, notes, options.link_weight, clock)
     passed, below = _score(notes, relevance, found, links, query, now, settings, options)
     chosen = _select(session, viewer, passed, top_k, options)
     if filters.narrows and len(chosen) < top_k:
@@ -175,6 +176,7 @@ def _with_links(
     relevance: dict[uuid.UUID, float],
     notes: dict[uuid.UUID, ScoredNote],
     link_weight: float,
+    clock: dict[str, Any],
 ) -> tuple[dict[uuid.UUID, tuple[float, uuid.UUID]], dict[uuid.UUID, ScoredNote]]:
     """One hop of links from the best notes, and the notes worth scoring, ranked by
     relevance plus link spread (the linked notes join `relevance` at 0)."""
@@ -188,7 +190,7 @@ def _with_links(
 
     best = sorted(relevance, key=promise, reverse=True)[:SCORED_CANDIDATES]
     missing = [note_id for note_id in best if note_id not in notes]
-    notes = {**notes, **load_candidates(session, scope, missing)[0]}
+    notes = {**notes, **load_candidates(session, scope, missing, **clock)[0]}
     return links, {note_id: notes[note_id] for note_id in best if note_id in notes}
 
 
@@ -247,15 +249,14 @@ def _score(
         breakdown = None
         score = rel + spread
         if options.activation:
-            breakdown = score_activation(
-                access_times=list(note.access_times or []),
+            breakdown = activation_breakdown(
+                base=note.base_level,
+                last_access=note.last_access_at,
                 now=now,
                 relevance=rel,
                 half_life_hours=note.half_life_hours,
                 settings=settings.activation,
                 rng=rng,
-                total_count=note.access_count,
-                first_access=note.first_access_at,
                 link_spread=spread * settings.activation.context_weight,
             )
             score = breakdown.total

@@ -54,7 +54,7 @@ def _load(
 ) -> tuple[dict[uuid.UUID, Any], dict[uuid.UUID, list[uuid.UUID]]]:
     scope = ReadScope(Viewer(tenant, user, "main"), SearchFilters(**filters))
     with session_scope() as session:
-        return load_candidates(session, scope, ids, seeds)
+        return load_candidates(session, scope, ids, seeds, now=utcnow(), decay=0.5)
 
 
 def test_seeds_get_their_nearest_visible_turns_and_only_seeds(

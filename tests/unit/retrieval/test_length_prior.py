@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from memory.activation.model import base_level
 from memory.config import Settings
 from memory.retrieval.candidates import SearchOptions
 from memory.retrieval.fusion import length_prior
@@ -23,9 +24,8 @@ def _note(term_count: int) -> SimpleNamespace:
         id=uuid.uuid4(),
         content="x",
         speaker=None,
-        access_times=[NOW],
-        access_count=1,
-        first_access_at=NOW,
+        base_level=base_level([NOW], NOW),  # as PostgreSQL computes it for the read path
+        last_access_at=NOW,
         half_life_hours=168.0,
         term_count=term_count,
     )
