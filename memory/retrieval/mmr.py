@@ -92,7 +92,8 @@ def estimate_tokens(text: str) -> int:
     Integer arithmetic keeps the ceilings exact (no float rounding at the boundaries).
     """
     words = len(text.split())
-    non_ascii = sum(1 for ch in text if ord(ch) > 127)
+    # Counted in C: a per-character loop was 1 % of the API's CPU under /v1/context.
+    non_ascii = 0 if text.isascii() else len(text) - len(text.encode("ascii", "ignore"))
     ascii_chars = len(text) - non_ascii
     by_words = (words * 13 + 9) // 10
     by_chars = (ascii_chars + 4 * non_ascii + 3) // 4

@@ -117,3 +117,14 @@ def test_estimate_tokens_never_below_brief_formula() -> None:
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80)))
         floor = math.ceil(max(len(text.split()) * 1.3, len(text) / 4) - 1e-9)
         assert estimate_tokens(text) >= floor
+
+
+def test_estimate_tokens_counts_each_non_ascii_character_once() -> None:
+    rng = random.Random(11)
+    alphabet = "ab c\u007f\u0080é你😀\udc80"  # the ASCII edge, a lone surrogate
+    for _ in range(500):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
+        non_ascii = sum(1 for ch in text if ord(ch) > 127)
+        by_chars = (len(text) - non_ascii + 4 * non_ascii + 3) // 4
+        by_words = (len(text.split()) * 13 + 9) // 10
+        assert estimate_tokens(text) == max(by_words, by_chars)
