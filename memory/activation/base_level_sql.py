@@ -6,7 +6,7 @@ longer stored, -Infinity with none stored); the integration tests hold the two e
 
 Why in SQL: the read path scores 150 candidates, each with up to 50 stored accesses.
 Reading those arrays made psycopg build up to 7,500 datetimes per search and Python sum
-their powers one by one; PostgreSQL returns two numbers per note instead.
+their powers one by one; PostgreSQL now returns B, one number per note.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ DECAY_PARAM = "activation_decay"
 
 
 def base_level_params(now: datetime, decay: float) -> dict[str, Any]:
-    """The bind values the two columns read: the clock and ACT-R's decay d."""
+    """The bind values `base_level_column` reads: the clock and ACT-R's decay d."""
     if not 0.0 < decay < 1.0:
         raise ValueError(f"decay must be in (0, 1), got {decay}")
     return {NOW_PARAM: now, DECAY_PARAM: decay}
