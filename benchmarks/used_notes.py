@@ -35,6 +35,7 @@ from benchmarks.locomo import AGENT, BENCH_ENV, TENANT
 from benchmarks.locomo_data import Question, kept_home_parser, load, parse_kept_home
 from benchmarks.locomo_eval import search_question
 from benchmarks.stack import BenchStack
+from memory.api.routes.search import CONTEXT_POOL_SIZE
 
 # Stored accesses spread uniformly over this many days before now (deterministic).
 HISTORY_DAYS = 60
@@ -93,7 +94,12 @@ def measure(questions: list[Question], rounds: int) -> list[dict[str, float]]:
             cpu0, wall0 = time.process_time(), time.perf_counter()
             with session_scope(custom_plans=True) as session:
                 search_question(
-                    session, question, tenant_id=TENANT, agent_id=AGENT, vector=vector, top_k=40
+                    session,
+                    question,
+                    tenant_id=TENANT,
+                    agent_id=AGENT,
+                    vector=vector,
+                    top_k=CONTEXT_POOL_SIZE,  # what a /v1/context search asks for
                 )
             cpu.append((time.process_time() - cpu0) * 1000)
             wall.append((time.perf_counter() - wall0) * 1000)
