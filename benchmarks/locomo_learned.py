@@ -25,19 +25,16 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import Row, print_table, write_results
-from benchmarks.locomo import BENCH_ENV, TENANT
+from benchmarks.common import write_results
 from benchmarks.locomo_data import (
-    CATEGORIES,
     Question,
     Turn,
     kept_home_parser,
     load,
     parse_kept_home,
 )
-from benchmarks.locomo_eval import evaluate, turn_text
-from benchmarks.locomo_rerank import Candidates, dump, ranked, zscore
-from benchmarks.stack import BenchStack
+from benchmarks.locomo_eval import turn_text
+from benchmarks.locomo_rerank import Candidates, dump_kept_home, evaluate_rescored, zscore
 from memory.retrieval.fusion import bm25_scores
 from memory.retrieval.text import analyse
 
@@ -202,10 +199,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parse_kept_home(parser)
     turns, questions = load(args.data)
-    with BenchStack(
-        env=BENCH_ENV, tenant_id=TENANT, home=args.home, keep=True, workers=0, beat=False
-    ):
-        dumped, notes = dump(questions, args.candidates)
+    dumped, notes = dump_kept_home(args.home, questions, args.candidates)
     corpus = Corpus(turns, notes)
     matrices = {i: candidate_matrix(q, dumped[i], corpus, notes) for i, q in enumerate(questions)}
     labels = {
@@ -228,19 +222,10 @@ def main() -> None:
         i: product[i] + 1e3 * labels[i] for i in product
     }
     position = {id(q): index for index, q in enumerate(questions)}
-    results = {}
-    for name, scores in trials.items():
-
-        def retrieve(q: Question, scores: dict[int, np.ndarray] = scores) -> list[set[str]]:
-            index = position[id(q)]
-            return [notes[i]["dia"] for i in ranked(dumped[index], scores[index])]
-
-        results[name] = evaluate(questions, retrieve)
-    rows = [
-        Row(name, " / ".join(f"{t[c]['R@10']:.3f}" for c in ["overall", *CATEGORIES.values()]))
-        for name, t in results.items()
-    ]
-    print_table("R@10 overall / multi-hop / temporal / open-domain / single-hop", rows)
+    by_score = {  # the trials' scores as variants of evaluate_rescored
+        name: lambda q, c, scores=scores: scores[position[id(q)]] for name, scores in trials.items()
+    }
+    results = evaluate_rescored(questions, dumped, notes, by_score)
     print(f"results: {write_results('locomo-learned', {'trials': results}, args.json)}")
 
 

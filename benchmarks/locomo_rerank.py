@@ -187,6 +187,38 @@ def channel_model(path: Path, turns: list[Turn], notes: dict) -> Callable:
     return cosine
 
 
+def dump_kept_home(
+    home: Path, questions: list[Question], limit: int
+) -> tuple[dict[int, Candidates], dict]:
+    """`dump` on a kept LoCoMo home, its stack started without workers and stopped after."""
+    with BenchStack(env=BENCH_ENV, tenant_id=TENANT, home=home, keep=True, workers=0, beat=False):
+        return dump(questions, limit)
+
+
+def evaluate_rescored(
+    questions: list[Question],
+    dumped: dict[int, Candidates],
+    notes: dict,
+    variants: dict[str, Variant],
+) -> dict[str, dict]:
+    """Each variant's recall with the product's selection, and a table of its R@10."""
+    position = {id(q): index for index, q in enumerate(questions)}
+    results = {}
+    for name, rescore in variants.items():
+
+        def retrieve(q: Question, rescore: Variant = rescore) -> list[set[str]]:
+            c = dumped[position[id(q)]]
+            return [notes[i]["dia"] for i in ranked(c, rescore(q, c))]
+
+        results[name] = evaluate(questions, retrieve)
+    rows = [
+        Row(name, " / ".join(f"{t[c]['R@10']:.3f}" for c in ["overall", *CATEGORIES.values()]))
+        for name, t in results.items()
+    ]
+    print_table("R@10 overall / multi-hop / temporal / open-domain / single-hop", rows)
+    return results
+
+
 def rank_table(questions: list[Question], dumped: dict[int, Candidates], notes: dict) -> None:
     buckets = ((10, "≤ 10"), (20, "11-20"), (50, "21-50"), (10**9, "> 50"))
     rows = []
@@ -212,29 +244,10 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parse_kept_home(parser)
     turns, questions = load(args.data)
-    with BenchStack(
-        env=BENCH_ENV, tenant_id=TENANT, home=args.home, keep=True, workers=0, beat=False
-    ):
-        dumped, notes = dump(questions, args.candidates)
+    dumped, notes = dump_kept_home(args.home, questions, args.candidates)
     channel = channel_model(args.channel_model, turns, notes) if args.channel_model else None
     rank_table(questions, dumped, notes)
-    position = {id(q): index for index, q in enumerate(questions)}
-    results = {}
-    for name, rescore in variants(notes, channel).items():
-
-        def retrieve(q: Question, rescore: Variant = rescore) -> list[set[str]]:
-            c = dumped[position[id(q)]]
-            return [notes[i]["dia"] for i in ranked(c, rescore(q, c))]
-
-        results[name] = evaluate(questions, retrieve)
-    rows = [
-        Row(
-            name,
-            " / ".join(f"{table[c]['R@10']:.3f}" for c in ["overall", *CATEGORIES.values()]),
-        )
-        for name, table in results.items()
-    ]
-    print_table("R@10 overall / multi-hop / temporal / open-domain / single-hop", rows)
+    results = evaluate_rescored(questions, dumped, notes, variants(notes, channel))
     print(f"results: {write_results('locomo-rerank', {'variants': results}, args.json)}")
 
 
