@@ -362,6 +362,8 @@ def _probe(plan: dict[str, int], args: argparse.Namespace, end: datetime) -> dic
             filters = {u: search_filters(body) for u, body in bodies.items()}
             out[f"{_k(size)} filter_{name}"] = {"pieces": profile_pieces(work[::2], filters)}
         pieces = profile_pieces(work)
+        # /v1/context's search: its pool of 40, sources for 40 and the block.
+        out[f"{_k(size)} context"] = {"pieces": profile_pieces(work, context=True)}
         plans = explain_search(
             users[0],
             questions(make_profile(users[0], size, args.seed), 1, prompts=False, salt="explain")[0],

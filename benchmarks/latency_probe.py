@@ -30,8 +30,9 @@ from memory.notes.service import readable_note_sources
 from memory.retrieval import bm25 as b
 from memory.retrieval import routes as r
 from memory.retrieval import service
+from memory.retrieval.context import CONTEXT_POOL_SIZE, build_context
 from memory.retrieval.scope import SearchFilters
-from memory.retrieval.service import search_notes
+from memory.retrieval.service import SearchOptions, search_notes
 
 FLOOR_SQL = (
     "SELECT note_id FROM note_vectors WHERE tenant_id = %s AND user_id = %s"
@@ -90,9 +91,18 @@ def search_filters(body: dict[str, Any]) -> SearchFilters:
 
 
 def _one_search(
-    user_id: str, query: str, sink: dict[str, float], filters: SearchFilters | None = None
+    user_id: str,
+    query: str,
+    sink: dict[str, float],
+    filters: SearchFilters | None = None,
+    *,
+    context: bool = False,
 ) -> int:
+    """One search's pieces into `sink`; `context`: shaped as /v1/context's (its pool of
+    `CONTEXT_POOL_SIZE`, no length prior, the small-talk gate) and its block built."""
     settings = get_settings()
+    top_k = CONTEXT_POOL_SIZE if context else 10
+    options = SearchOptions(length_prior=0.0, skip_filler=True) if context else None
     started = time.perf_counter()
     vector = embed_query(query, settings)
     sink["embed"] = (time.perf_counter() - started) * 1000
@@ -107,25 +117,34 @@ def _one_search(
                 viewer=viewer,
                 query=query,
                 vector=vector,
-                top_k=10,
+                top_k=top_k,
                 settings=settings,
                 filters=filters,
+                options=options,
             )
         sink["search_notes"] = (time.perf_counter() - started) * 1000
         started = time.perf_counter()
         readable_note_sources(session=session, note_ids=[h.note.id for h in hits])
         sink["note_sources"] = (time.perf_counter() - started) * 1000
+    if context:
+        started = time.perf_counter()
+        build_context(hits, 1000)
+        sink["build_context"] = (time.perf_counter() - started) * 1000
     return len(hits)
 
 
 def profile_pieces(
-    work: list[tuple[str, str]], filters: dict[str, SearchFilters] | None = None
+    work: list[tuple[str, str]],
+    filters: dict[str, SearchFilters] | None = None,
+    *,
+    context: bool = False,
 ) -> dict[str, dict[str, float]]:
-    """Per-piece ms summaries over (user_id, query) pairs, in process; `filters` by user."""
+    """Per-piece ms summaries over (user_id, query) pairs, in process; `filters` by user;
+    `context`: the searches shaped as /v1/context's (`_one_search`)."""
     samples: dict[str, list[float]] = defaultdict(list)
     for user_id, query in work:
         sink: dict[str, float] = {}
-        _one_search(user_id, query, sink, (filters or {}).get(user_id))
+        _one_search(user_id, query, sink, (filters or {}).get(user_id), context=context)
         for key, value in sink.items():
             samples[key].append(value)
     return {key: summarise(values) for key, values in samples.items()}
@@ -245,8 +264,6 @@ def db_facts(url: str) -> dict[str, Any]:
 def recheck_short_filtered(samples: list[Any]) -> None:
     """Run each filtered search that returned fewer than top_k again in process with the
     ACT-R retrieval threshold off (`activation=False`), and note whether it is full."""
-    from memory.retrieval.service import SearchOptions
-
     settings = get_settings()
     for sample in samples:
         if not sample.kind.startswith("filter") or sample.count >= 10:

@@ -35,7 +35,7 @@ from benchmarks.locomo import AGENT, BENCH_ENV, TENANT
 from benchmarks.locomo_data import Question, kept_home_parser, load, parse_kept_home
 from benchmarks.locomo_eval import search_question
 from benchmarks.stack import BenchStack
-from memory.api.routes.search import CONTEXT_POOL_SIZE
+from memory.retrieval.context import CONTEXT_POOL_SIZE
 
 # Stored accesses spread uniformly over this many days before now (deterministic).
 HISTORY_DAYS = 60

@@ -9,6 +9,8 @@ from __future__ import annotations
 from memory.retrieval.mmr import cut_to_budget, estimate_tokens
 from memory.retrieval.service import SearchHit
 
+# Memories a /v1/context search ranks before the block is cut to its token budget.
+CONTEXT_POOL_SIZE = 40
 OPEN = "<relevant-memories>"
 CLOSE = "</relevant-memories>"
 

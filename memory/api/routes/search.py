@@ -30,7 +30,7 @@ from memory.config import RetrievalSettings, get_settings
 from memory.db import scope_session, session_scope
 from memory.notes.service import readable_note_sources
 from memory.retrieval.budget import Deadline
-from memory.retrieval.context import build_context
+from memory.retrieval.context import CONTEXT_POOL_SIZE, build_context
 from memory.retrieval.focus import focus_query
 from memory.retrieval.recent_users import RecentUsers
 from memory.retrieval.routes import SearchFilters
@@ -43,7 +43,6 @@ log = logging.getLogger(__name__)
 _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="context")
 # Query embeddings run here while the request's lexical routes wait on PostgreSQL.
 _EMBED_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="embed")
-CONTEXT_POOL_SIZE = 40
 OPTIONAL_STEPS_SHARE = 0.5
 # Reads a user's search files ahead after their first search (`memory.retrieval.warm`),
 # and at start-up those of the users read ahead most recently before.
