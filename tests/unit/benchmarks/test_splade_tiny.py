@@ -1,0 +1,192 @@
+"""The numpy SPLADE encoder of the LoCoMo trials: its file reader, its pooling shortcut,
+and its BERT forward pass against a loop-by-loop reference on a tiny random model."""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks.splade_tiny import (
+    SpladeTiny,
+    pooled_activation,
+    read_safetensors,
+    sparse_dot,
+    window_max,
+)
+
+WIDTH, HEADS, INNER, LAYERS = 8, 2, 16, 2
+WORDS = ["[UNK]", "the", "cat", "sat", "on", "mat", "dog", "ran"]
+
+
+def write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
+    header: dict[str, dict] = {"__metadata__": {"format": "pt"}}  # type: ignore[dict-item]
+    blobs, offset = [], 0
+    for name, array in tensors.items():
+        raw = np.ascontiguousarray(array, dtype="<f4").tobytes()
+        header[name] = {
+            "dtype": "F32",
+            "shape": list(array.shape),
+            "data_offsets": [offset, offset + len(raw)],
+        }
+        blobs.append(raw)
+        offset += len(raw)
+    encoded = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(encoded)) + encoded + b"".join(blobs))
+
+
+def random_model(directory: Path, seed: int = 3) -> dict[str, np.ndarray]:
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    rng = np.random.default_rng(seed)
+
+    def r(*shape: int) -> np.ndarray:
+        return rng.normal(0, 0.5, shape).astype(np.float32)
+
+    w = {
+        "bert.embeddings.word_embeddings.weight": r(len(WORDS), WIDTH),
+        "bert.embeddings.position_embeddings.weight": r(16, WIDTH),
+        "bert.embeddings.token_type_embeddings.weight": r(2, WIDTH),
+        "bert.embeddings.LayerNorm.gamma": 1 + r(WIDTH),
+        "bert.embeddings.LayerNorm.beta": r(WIDTH),
+        "cls.predictions.bias": r(len(WORDS)),
+        "cls.predictions.transform.dense.weight": r(WIDTH, WIDTH),
+        "cls.predictions.transform.dense.bias": r(WIDTH),
+        "cls.predictions.transform.LayerNorm.gamma": 1 + r(WIDTH),
+        "cls.predictions.transform.LayerNorm.beta": r(WIDTH),
+    }
+    for layer in range(LAYERS):
+        p = f"bert.encoder.layer.{layer}."
+        for name in ("query", "key", "value"):
+            w[p + f"attention.self.{name}.weight"] = r(WIDTH, WIDTH)
+            w[p + f"attention.self.{name}.bias"] = r(WIDTH)
+        w[p + "attention.output.dense.weight"] = r(WIDTH, WIDTH)
+        w[p + "attention.output.dense.bias"] = r(WIDTH)
+        w[p + "intermediate.dense.weight"] = r(INNER, WIDTH)
+        w[p + "intermediate.dense.bias"] = r(INNER)
+        w[p + "output.dense.weight"] = r(WIDTH, INNER)
+        w[p + "output.dense.bias"] = r(WIDTH)
+        for norm in ("attention.output.LayerNorm", "output.LayerNorm"):
+            w[p + norm + ".gamma"] = 1 + r(WIDTH)
+            w[p + norm + ".beta"] = r(WIDTH)
+    write_safetensors(directory / "model.safetensors", w)
+    config = {"num_hidden_layers": LAYERS, "num_attention_heads": HEADS, "layer_norm_eps": 1e-12}
+    (directory / "config.json").write_text(json.dumps(config))
+    tokenizer = Tokenizer(models.WordLevel({t: i for i, t in enumerate(WORDS)}, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.save(str(directory / "tokenizer.json"))
+    return w
+
+
+def reference_encode(w: dict[str, np.ndarray], ids: list[int]) -> np.ndarray:
+    """BERT written out token by token and head by head, in float64."""
+    w = {k: v.astype(np.float64) for k, v in w.items()}
+
+    def norm(v: np.ndarray, name: str) -> np.ndarray:
+        return (v - v.mean()) / math.sqrt(v.var() + 1e-12) * w[name + ".gamma"] + w[name + ".beta"]
+
+    def linear(v: np.ndarray, name: str) -> np.ndarray:
+        return w[name + ".weight"] @ v + w[name + ".bias"]
+
+    def gelu(v: np.ndarray) -> np.ndarray:
+        return np.array([x * 0.5 * (1 + math.erf(x / math.sqrt(2))) for x in v])
+
+    e = "bert.embeddings."
+    hidden = [
+        norm(
+            w[e + "word_embeddings.weight"][i]
+            + w[e + "position_embeddings.weight"][pos]
+            + w[e + "token_type_embeddings.weight"][0],
+            e + "LayerNorm",
+        )
+        for pos, i in enumerate(ids)
+    ]
+    size = WIDTH // HEADS
+    for layer in range(LAYERS):
+        p = f"bert.encoder.layer.{layer}.attention."
+        q = [linear(h, p + "self.query") for h in hidden]
+        k = [linear(h, p + "self.key") for h in hidden]
+        v = [linear(h, p + "self.value") for h in hidden]
+        out = []
+        for t, h in enumerate(hidden):
+            context = np.zeros(WIDTH)
+            for head in range(HEADS):
+                part = slice(head * size, (head + 1) * size)
+                logits = np.array(
+                    [q[t][part] @ k[s][part] / math.sqrt(size) for s in range(len(ids))]
+                )
+                weights = np.exp(logits - logits.max())
+                weights /= weights.sum()
+                context[part] = sum(weights[s] * v[s][part] for s in range(len(ids)))
+            a = norm(linear(context, p + "output.dense") + h, p + "output.LayerNorm")
+            f = f"bert.encoder.layer.{layer}."
+            inner = gelu(linear(a, f + "intermediate.dense"))
+            out.append(norm(linear(inner, f + "output.dense") + a, f + "output.LayerNorm"))
+        hidden = out
+    c = "cls.predictions."
+    per_token = [
+        np.log1p(
+            np.maximum(
+                w[e + "word_embeddings.weight"]
+                @ norm(gelu(linear(h, c + "transform.dense")), c + "transform.LayerNorm")
+                + w[c + "bias"],
+                0,
+            )
+        )
+        for h in hidden
+    ]
+    return np.max(per_token, axis=0)
+
+
+def test_the_forward_pass_matches_a_token_by_token_reference(tmp_path: Path) -> None:
+    weights = random_model(tmp_path)
+    model = SpladeTiny(tmp_path)
+    text = "the cat sat on the mat"
+    ids = model.tokenizer.encode(text).ids
+    expected = reference_encode(weights, ids)
+    got = np.zeros(len(WORDS))
+    for term, weight in model.encode(text).items():
+        got[term] = weight
+    assert np.count_nonzero(expected) > 0
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_a_text_encodes_the_same_alone_or_after_others(tmp_path: Path) -> None:
+    random_model(tmp_path)
+    model = SpladeTiny(tmp_path)
+    alone = model.encode("dog ran")
+    model.encode("the cat sat on the mat")
+    assert model.encode("dog ran") == alone
+    assert all(weight > 0 for weight in alone.values())
+
+
+def test_safetensors_are_read_back_as_written(tmp_path: Path) -> None:
+    tensors = {"a": np.arange(6, dtype=np.float32).reshape(2, 3), "b": np.ones(4, np.float32)}
+    write_safetensors(tmp_path / "t.safetensors", tensors)
+    read = read_safetensors(tmp_path / "t.safetensors")
+    assert set(read) == {"a", "b"}
+    np.testing.assert_array_equal(read["a"], tensors["a"])
+
+
+def test_a_tensor_that_is_not_float32_is_refused(tmp_path: Path) -> None:
+    header = json.dumps({"x": {"dtype": "F16", "shape": [2], "data_offsets": [0, 4]}}).encode()
+    (tmp_path / "h.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 4)
+    with pytest.raises(ValueError, match="F16"):
+        read_safetensors(tmp_path / "h.safetensors")
+
+
+def test_pooling_the_logits_first_equals_pooling_the_activations() -> None:
+    logits = np.random.default_rng(0).normal(0, 2, (7, 50))
+    naive = np.log1p(np.maximum(logits, 0)).max(axis=0)
+    np.testing.assert_allclose(pooled_activation(logits), naive)
+
+
+def test_a_window_keeps_each_terms_largest_weight_and_dots_are_sparse() -> None:
+    window = window_max([{1: 0.5, 2: 1.0}, {2: 0.25, 3: 2.0}, {}])
+    assert window == {1: 0.5, 2: 1.0, 3: 2.0}
+    assert sparse_dot({1: 2.0, 9: 1.0}, window) == pytest.approx(1.0)
+    assert sparse_dot({}, window) == 0.0
