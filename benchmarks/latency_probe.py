@@ -99,7 +99,8 @@ def _one_search(
     context: bool = False,
 ) -> int:
     """One search's pieces into `sink`; `context`: shaped as /v1/context's (its pool of
-    `CONTEXT_POOL_SIZE`, no length prior, the small-talk gate) and its block built."""
+    `CONTEXT_POOL_SIZE`, no length prior, the small-talk gate) and its block built at the
+    API's default 1,000 tokens, without the API's time budget (every step runs)."""
     settings = get_settings()
     top_k = CONTEXT_POOL_SIZE if context else 10
     options = SearchOptions(length_prior=0.0, skip_filler=True) if context else None

@@ -211,12 +211,17 @@ def evaluate_rescored(
             return [notes[i]["dia"] for i in ranked(c, rescore(q, c))]
 
         results[name] = evaluate(questions, retrieve)
+    print_recall_table("R@10", results)
+    return results
+
+
+def print_recall_table(title: str, results: dict[str, dict]) -> None:
+    """One row per trial: its R@10 overall and per category."""
     rows = [
         Row(name, " / ".join(f"{t[c]['R@10']:.3f}" for c in ["overall", *CATEGORIES.values()]))
         for name, t in results.items()
     ]
-    print_table("R@10 overall / multi-hop / temporal / open-domain / single-hop", rows)
-    return results
+    print_table(f"{title} overall / multi-hop / temporal / open-domain / single-hop", rows)
 
 
 def rank_table(questions: list[Question], dumped: dict[int, Candidates], notes: dict) -> None:

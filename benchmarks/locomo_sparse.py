@@ -22,9 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import Row, print_table, write_results
+from benchmarks.common import write_results
 from benchmarks.locomo_data import (
-    CATEGORIES,
     Question,
     Turn,
     kept_home_parser,
@@ -32,7 +31,13 @@ from benchmarks.locomo_data import (
     parse_kept_home,
 )
 from benchmarks.locomo_eval import bm25_baseline, evaluate, turn_text
-from benchmarks.locomo_rerank import Candidates, dump_kept_home, evaluate_rescored, zscore
+from benchmarks.locomo_rerank import (
+    Candidates,
+    dump_kept_home,
+    evaluate_rescored,
+    print_recall_table,
+    zscore,
+)
 from benchmarks.splade_tiny import (
     DEFAULT_CACHE,
     SparseVector,
@@ -103,14 +108,6 @@ def channel(
     return scores
 
 
-def table(name: str, results: dict[str, dict]) -> None:
-    rows = [
-        Row(label, " / ".join(f"{r[c]['R@10']:.3f}" for c in ["overall", *CATEGORIES.values()]))
-        for label, r in results.items()
-    ]
-    print_table(f"{name}: R@10 overall / multi-hop / temporal / open-domain / single-hop", rows)
-
-
 def main() -> None:
     parser = kept_home_parser(__doc__)
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="model files")
@@ -139,7 +136,7 @@ def main() -> None:
             ),
         ),
     }
-    table("Over raw turns", baselines)
+    print_recall_table("Over raw turns: R@10", baselines)
     dumped, notes = dump_kept_home(args.home, questions, 150)
     own_channel, window_channel = channel(own, queries, notes), channel(windows, queries, notes)
     variants: dict[str, Callable[[Question, Candidates], np.ndarray]] = {
