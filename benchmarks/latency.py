@@ -191,14 +191,18 @@ def _load_missing(
     conn: psycopg.Connection, plan: dict[str, int], progress: dict, end: datetime, home: Path
 ) -> None:
     from memory.clients.embedder import get_embedder
+    from memory.clients.sparse_encoder import get_sparse_encoder
 
     missing = [u for u in plan if u not in progress["users"]]
     if not missing:
         return
     check_columns()
     embedder = get_embedder()
+    sparse = get_sparse_encoder()
+    if sparse is None:
+        raise SystemExit("no sparse encoder: run `make install` (the notes' sparse vectors)")
     started = time.perf_counter()
-    space = build_phrase_space(embedder.embed)
+    space = build_phrase_space(embedder.embed, sparse.encode)
     log(f"embedded the phrase space in {time.perf_counter() - started:.1f}s")
     drop_indexes(conn)
     register_encoded(conn)

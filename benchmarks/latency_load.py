@@ -31,10 +31,18 @@ from psycopg.pq import Format
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.schema import CreateIndex
 
-from benchmarks.latency_data import Draft, PhraseSpace, Profile, note_vectors, user_drafts
+from benchmarks.latency_data import (
+    Draft,
+    PhraseSpace,
+    Profile,
+    note_sparse_vectors,
+    note_vectors,
+    user_drafts,
+)
 from memory.notes.graphs import PREFIX as GRAPH_PREFIX
 from memory.notes.models import Note, NoteTerms, NoteVector
 from memory.retrieval.text import analyse, date_terms
+from memory.types import SPARSE_DIMENSION
 
 TENANT = "bench"
 AGENTS = ("main", "helper")
@@ -48,7 +56,7 @@ archived_at timestamptz access_times timestamptz[] access_count int4
 first_access_at timestamptz last_access_at timestamptz half_life_hours float8
 index_text text window_text text embed_text text index_terms tsvector
 window_terms tsvector term_count int4 window_term_count int4 embedding vector
-window_embedding vector embedding_model text turn_seq int8
+window_embedding vector embedding_model text turn_seq int8 sparse_embedding sparsevec
 """
 # Model columns the loader leaves NULL on purpose (no summaries, no superseding links).
 LEFT_NULL = frozenset({"summary", "superseded_by"})
@@ -95,7 +103,7 @@ def _dumper(type_oid: int) -> type[Dumper]:
 
 
 def register_encoded(conn: psycopg.Connection) -> None:
-    for name in ("tsvector", "vector"):
+    for name in ("tsvector", "vector", "sparsevec"):
         info = psycopg.types.TypeInfo.fetch(conn, name)
         assert info is not None, name
         info.register(conn)
@@ -112,6 +120,18 @@ def tsvector_binary(terms: list[str]) -> Encoded:
         where = sorted(set(where[:256]))
         parts.append(term.encode() + b"\0" + struct.pack(f"!H{len(where)}H", len(where), *where))
     return Encoded(b"".join(parts))
+
+
+def sparse_binary(vector: dict[int, float]) -> Encoded | None:
+    """pgvector's sparsevec_recv format: dimension, count, a zero, then the 0-based indices
+    in order and their float32 weights, big-endian; None (NULL) for an empty vector."""
+    if not vector:
+        return None
+    terms = sorted(vector)
+    header = struct.pack("!iii", SPARSE_DIMENSION, len(terms), 0)
+    indices = np.asarray(terms, dtype=">i4").tobytes()
+    values = np.asarray([vector[t] for t in terms], dtype=">f4").tobytes()
+    return Encoded(header + indices + values)
 
 
 def vector_binary(matrix: np.ndarray) -> list[Encoded]:
@@ -283,6 +303,7 @@ def load_user(
     own, window = note_vectors(drafts, profile, space, profile.seed)
     rows = UserRows(profile, drafts, model_id)
     vecs, wins = vector_binary(own), vector_binary(window)
+    sparse = [sparse_binary(v) for v in note_sparse_vectors(drafts, profile, space)]
     generated = time.perf_counter()
     columns = ", ".join(c for c, _ in NOTE_COLUMNS)
     with conn.cursor() as cur:
@@ -302,7 +323,7 @@ def load_user(
         with cur.copy(f"COPY notes ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.set_types([t for _, t in NOTE_COLUMNS])
             for i in range(len(drafts)):
-                copy.write_row(rows.row(i, vecs[i], wins[i], end))
+                copy.write_row((*rows.row(i, vecs[i], wins[i], end), sparse[i]))
         for trigger in MIRROR_TRIGGERS:
             cur.execute(f"ALTER TABLE notes ENABLE TRIGGER {trigger}")
         _copy_side_tables(cur, rows)

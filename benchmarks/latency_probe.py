@@ -24,6 +24,7 @@ from sqlalchemy import event
 from benchmarks.common import summarise
 from memory.access.policy import agent_viewer
 from memory.clients.embedder import embed_query
+from memory.clients.sparse_encoder import encode_sparse_query
 from memory.config import get_settings
 from memory.db import get_engine, session_scope
 from memory.notes.service import readable_note_sources
@@ -51,6 +52,7 @@ PIECES: tuple[tuple[Any, str], ...] = (
     (service, "_score"),
     (service, "_select"),
     (service, "_smooth_by_neighbours"),
+    (service, "_add_sparse_channel"),
 )
 
 
@@ -107,6 +109,9 @@ def _one_search(
     started = time.perf_counter()
     vector = embed_query(query, settings)
     sink["embed"] = (time.perf_counter() - started) * 1000
+    started = time.perf_counter()
+    sparse = encode_sparse_query(query, settings)
+    sink["sparse_encode"] = (time.perf_counter() - started) * 1000
     with session_scope(custom_plans=True) as session:
         viewer = agent_viewer(
             session=session, settings=settings, tenant_id="bench", user_id=user_id, agent_id="main"
@@ -122,6 +127,7 @@ def _one_search(
                 settings=settings,
                 filters=filters,
                 options=options,
+                sparse=sparse,
             )
         sink["search_notes"] = (time.perf_counter() - started) * 1000
         started = time.perf_counter()

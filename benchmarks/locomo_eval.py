@@ -96,6 +96,7 @@ def ablation_variants() -> dict[str, dict[str, object]]:
     variants["with links (weight 0.1)"] = {"routes": (*DEFAULT_ROUTES, "links"), "link_weight": 0.1}
     variants["without speaker prior"] = {"speaker_prior": False}
     variants["without length prior"] = {"length_prior": 0.0}
+    variants["without the sparse channel"] = {"sparse_weight": 0.0}
     variants["without activation (ACT-R)"] = {"activation": False}
     variants["without MMR"] = {"mmr": False}
     variants["fusion min-max"] = {"fusion": "minmax"}
@@ -107,8 +108,10 @@ def search_question(
     session: Any, question: Question, *, tenant_id: str, agent_id: str, **search: Any
 ) -> list[Any]:
     """`search_notes` for one question as the benchmark's agent sees its user's notes;
-    `search` holds search_notes' vector, top_k and options."""
+    `search` holds search_notes' vector, top_k and options (and the sparse query vector,
+    encoded here when not given)."""
     from memory.access.policy import agent_viewer
+    from memory.clients.sparse_encoder import encode_sparse_query
     from memory.config import get_settings
     from memory.retrieval.service import search_notes
 
@@ -120,6 +123,7 @@ def search_question(
         user_id=question.conversation,
         agent_id=agent_id,
     )
+    search.setdefault("sparse", encode_sparse_query(question.question, settings))
     return search_notes(
         session=session,
         viewer=viewer,

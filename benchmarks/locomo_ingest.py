@@ -13,6 +13,7 @@ from collections import defaultdict
 
 from benchmarks.locomo_data import Turn
 from memory.clients.embedder import get_embedder
+from memory.clients.sparse_encoder import get_sparse_encoder
 from memory.config import get_settings
 from memory.db import session_scope
 from memory.episodes.pipeline import extract_episode
@@ -44,6 +45,7 @@ def _input(turn: Turn, agent_id: str) -> EpisodeInput:
 def ingest_inprocess(turns: list[Turn], *, tenant_id: str, agent_id: str) -> float:
     settings = get_settings()
     embedder = get_embedder(settings)
+    sparse = get_sparse_encoder(settings)
     started = time.perf_counter()
     by_session: dict[tuple[str, int], list[Turn]] = defaultdict(list)
     for turn in turns:
@@ -64,7 +66,9 @@ def ingest_inprocess(turns: list[Turn], *, tenant_id: str, agent_id: str) -> flo
         print(f"extracted {min(start + BATCH, len(episode_ids))}/{len(episode_ids)}", flush=True)
     while True:
         with session_scope() as session:
-            note_ids = embed_pending_notes(session=session, embedder=embedder, limit=BATCH).note_ids
+            note_ids = embed_pending_notes(
+                session=session, embedder=embedder, limit=BATCH, sparse_encoder=sparse
+            ).note_ids
             if not note_ids:
                 break
             outcomes = decide_notes(session=session, note_ids=note_ids, settings=settings, llm=None)

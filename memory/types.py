@@ -11,6 +11,8 @@ from sqlalchemy import ColumnElement, DateTime, any_, bindparam
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
 
 EMBEDDING_DIMENSION = 384
+# BERT's WordPiece vocabulary: the terms of the learned sparse vectors (SPLADE-tiny).
+SPARSE_DIMENSION = 30522
 
 ROLES = ("user", "assistant", "tool", "system")
 EPISODE_STATUSES = ("queued", "processing", "done", "failed")

@@ -57,6 +57,13 @@ def schedule_entries(settings: Settings) -> list[ScheduleEntry]:
             task="tasks.maintenance.build_user_graphs",
             every=timedelta(minutes=settings.retrieval.dedicated_graph_interval_minutes),
         ),
+        # Notes without a sparse vector (written before it existed, or by a stage that
+        # embeds on its own) get one; a pass that finds none reads the notes once.
+        ScheduleEntry(
+            name="fill-sparse-vectors",
+            task="tasks.maintenance.fill_sparse_vectors",
+            every=timedelta(days=1),
+        ),
         ScheduleEntry(
             name="sleep-cycle",
             task="tasks.sleep.sleep_all_users",

@@ -55,3 +55,24 @@ def build_user_graphs(self: DbTask) -> dict[str, int]:
     if plan is None:  # another run is building
         return {"created": 0, "dropped": 0, "kept": 0}
     return {"created": len(plan.create), "dropped": len(plan.drop), "kept": len(plan.keep)}
+
+
+SPARSE_FILL_BATCH = 200
+
+
+@app.task(base=DbTask, bind=True, name="tasks.maintenance.fill_sparse_vectors")
+def fill_sparse_vectors(self: DbTask, after_id: str | None = None) -> int:
+    """Give a batch of searchable notes without a sparse vector theirs, then the next batch
+    (`memory.notes.sparse_fill`); nothing without the encoder's files."""
+    from memory.clients.sparse_encoder import get_sparse_encoder
+    from memory.notes.sparse_fill import fill_sparse_vectors as fill
+
+    encoder = get_sparse_encoder(get_settings())
+    if encoder is None:
+        return 0
+    after = uuid.UUID(after_id) if after_id else None
+    with self.session() as session:
+        batch = fill(session=session, encoder=encoder, limit=SPARSE_FILL_BATCH, after_id=after)
+    if batch.filled == SPARSE_FILL_BATCH and batch.last_id is not None:
+        fill_sparse_vectors.apply_async((str(batch.last_id),))  # more may follow: keep going
+    return batch.filled

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from memory.clients.embedder import get_embedder
 from memory.clients.llm import LlmClient, get_llm_client
 from memory.clients.redis import get_redis
+from memory.clients.sparse_encoder import get_sparse_encoder
 from memory.commons.events import publish_events
 from memory.config import Settings, get_settings
 from memory.episodes.pipeline import claim_queued_episode, extract_episode
@@ -140,6 +141,7 @@ def embed_notes(self: DbTask) -> int:
             embedder=get_embedder(settings),
             limit=batch,
             stale_after_seconds=settings.pipeline.stuck_after_seconds,
+            sparse_encoder=get_sparse_encoder(settings),
         )
     if done.note_ids:
         decide.apply_async(([str(i) for i in done.note_ids],), priority=PRIORITY_DECIDE)

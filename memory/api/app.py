@@ -40,11 +40,14 @@ log = logging.getLogger(__name__)
 
 
 def _warm_up() -> None:
-    """Load the embedding model before the first request, so /v1/context meets its budget."""
+    """Load the embedding and sparse models before the first request, so /v1/context
+    meets its budget."""
     from memory.clients.embedder import embed_query
+    from memory.clients.sparse_encoder import encode_sparse_query
 
     try:
         embed_query("warm up")
+        encode_sparse_query("warm up")
     except Exception as exc:  # the API still serves everything that needs no embedding
         log.warning("embedder warm-up failed: %s", exc)
 

@@ -19,6 +19,20 @@ def _embedder_check() -> dict[str, Any]:
     return check_embedder(get_settings())
 
 
+def _sparse_check() -> dict[str, Any]:
+    """Optional: without the files searches still answer, a little less well."""
+    from memory.clients.sparse_encoder import get_sparse_encoder
+    from memory.clients.sparse_model import default_model_dir
+
+    sparse = get_settings().sparse
+    if not sparse.enabled:
+        return {"ok": True, "detail": "switched off (sparse.enabled)"}
+    if get_sparse_encoder(get_settings()) is None:
+        where = sparse.model_dir or default_model_dir()
+        return {"ok": False, "detail": f"no model files in {where}: run make install"}
+    return {"ok": True, "detail": f"splade-tiny, weight {sparse.weight}"}
+
+
 def _llm_check() -> dict[str, Any]:
     settings = get_settings()
     if not settings.llm.configured:
@@ -30,7 +44,7 @@ def _llm_check() -> dict[str, Any]:
 
 @click.command()
 def doctor() -> None:
-    """Check configuration, database, Redis, workers, embedder and LLM.
+    """Check configuration, database, Redis, workers, embedder, sparse encoder and LLM.
 
     Exits non-zero when a required part does not answer.
 
@@ -45,6 +59,7 @@ def doctor() -> None:
         ("redis", check_redis()),
         ("workers", check_workers()),
         ("embedder", _safe(_embedder_check)),
+        ("sparse encoder", _safe(_sparse_check)),
         ("llm", _safe(_llm_check)),
     ]
     table = Table("part", "ok", "detail")

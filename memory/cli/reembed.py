@@ -1,4 +1,5 @@
-"""`muma reembed`: re-embed every note whose vector came from another model."""
+"""`muma reembed`: re-embed every note whose vector came from another model;
+`muma backfill-sparse`: give every searchable note without a sparse vector its own."""
 
 from __future__ import annotations
 
@@ -7,8 +8,11 @@ import click
 from memory.cli.common import console, err_console, require_schema
 from memory.cli.options import domain_errors, progress_bar
 from memory.clients.embedder import get_embedder
+from memory.clients.sparse_encoder import get_sparse_encoder
+from memory.clients.sparse_model import default_model_dir
 from memory.config import Settings, get_settings
 from memory.db import session_scope
+from memory.notes.sparse_fill import count_missing_sparse, fill_sparse_vectors
 from memory.ops.reembed import count_stale, reembed_batch
 
 
@@ -77,3 +81,51 @@ def reembed(
     console.print(f"re-embedded {done} notes with {embedder.model_id}")
     if left:
         console.print(f"{left} notes were busy in the pipeline; run `muma reembed` again")
+
+
+@click.command("backfill-sparse", short_help="Give notes without a sparse vector theirs.")
+@click.option("--tenant", default=None, help="Only this tenant (default: every tenant).")
+@click.option("--batch-size", default=200, show_default=True, type=click.IntRange(1, 4096))
+@click.option("--dry-run", is_flag=True, help="Only count the notes without one.")
+@domain_errors
+def backfill_sparse(tenant: str | None, batch_size: int, dry_run: bool) -> None:
+    """Encode the learned sparse vector (SPLADE-tiny) of every searchable note that has
+    none: notes written before the vectors existed, or while the model files were
+    missing. Each batch is committed on its own; the daily task does the same slowly.
+
+    \b
+    Examples:
+      muma backfill-sparse --dry-run
+      muma backfill-sparse --tenant acme
+    """
+    require_schema()
+    with session_scope() as session:
+        total = count_missing_sparse(session=session, tenant_id=tenant)
+    if dry_run or total == 0:
+        console.print(f"{total} notes without a sparse vector")
+        return
+    encoder = get_sparse_encoder(get_settings())
+    if encoder is None:
+        err_console.print(
+            f"[red]error:[/] no sparse encoder: sparse.enabled is off or the model files are "
+            f"missing from {get_settings().sparse.model_dir or default_model_dir()} "
+            "(run `make install` or `python -m memory.clients.sparse_model`)"
+        )
+        raise SystemExit(1)
+    done, after = 0, None
+    with progress_bar() as bar:
+        task = bar.add_task("encoding sparse vectors", total=total)
+        while True:
+            with session_scope() as session:
+                batch = fill_sparse_vectors(
+                    session=session,
+                    encoder=encoder,
+                    limit=batch_size,
+                    after_id=after,
+                    tenant_id=tenant,
+                )
+            if batch.last_id is None:
+                break
+            done, after = done + batch.filled, batch.last_id
+            bar.advance(task, batch.filled)
+    console.print(f"encoded {done} sparse vectors")

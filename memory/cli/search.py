@@ -23,6 +23,7 @@ from memory.cli.options import (
     viewer_for,
 )
 from memory.clients.embedder import embed_query
+from memory.clients.sparse_encoder import encode_sparse_query
 from memory.config import get_settings
 from memory.db import session_scope
 from memory.retrieval.focus import focus_query
@@ -102,6 +103,7 @@ def search(
             vector=vector,
             top_k=top_k,
             settings=settings,
+            sparse=encode_sparse_query(ask, settings),
         )
         rows = [_row(rank, hit) for rank, hit in enumerate(hits, start=1)]
     if as_json:

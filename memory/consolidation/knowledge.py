@@ -21,10 +21,12 @@ from sqlalchemy import insert, text
 from sqlalchemy.orm import Session
 
 from memory.activation.model import initial_half_life, record_access
+from memory.clients.sparse_encoder import get_sparse_encoder
 from memory.config import Settings
 from memory.consolidation.known import KnownNote
 from memory.consolidation.pipeline import Summary, unit_rows
 from memory.links.models import Link
+from memory.notes.embed import note_sparse_vector
 from memory.notes.lexicon import apply_terms, index_note_terms, note_terms, unindex_note_terms
 from memory.notes.models import Note
 
@@ -135,6 +137,7 @@ def build_note(cluster: Cluster, summary: Summary, *, now: datetime, settings: S
         embedding=centroid,
         window_embedding=None,
         embedding_model=sources[0].embedding_model,
+        sparse_embedding=note_sparse_vector(get_sparse_encoder(settings), None, summary.content),
     )
     apply_terms(note, note_terms(note))
     return note

@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 from memory.access.policy import Viewer
 from memory.activation.model import initial_half_life
 from memory.clients.embedder import Embedder
+from memory.clients.sparse_encoder import get_sparse_encoder
 from memory.config import Settings
 from memory.episodes.models import Episode
 from memory.errors import AccessDeniedError, ConflictError, InvalidInputError
@@ -38,6 +39,7 @@ from memory.notes.construct import (
     make_context,
     speaker_label,
 )
+from memory.notes.embed import note_sparse_vector
 from memory.notes.lexicon import apply_terms, index_note_terms, note_terms, unindex_note_terms
 from memory.notes.models import Note, NoteSource
 from memory.notes.service import get_visible_note
@@ -225,6 +227,7 @@ def _new_version(
         embed_text=embed_text,
         embedding=embedding,
         embedding_model=embedder.model_id,
+        sparse_embedding=note_sparse_vector(get_sparse_encoder(settings), old.speaker, content),
     )
     _set_fields(new, changes, settings)
     apply_terms(new, note_terms(new))

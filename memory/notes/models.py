@@ -10,6 +10,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
+from pgvector.sqlalchemy import SPARSEVEC
 from sqlalchemy import (
     ARRAY,
     BigInteger,
@@ -32,6 +33,7 @@ from memory.types import (
     EMBEDDING_DIMENSION,
     NOTE_KINDS,
     NOTE_STATUSES,
+    SPARSE_DIMENSION,
     VISIBILITIES,
     Timestamp,
     Uuid,
@@ -130,6 +132,9 @@ class Note(Base):
     # Scored through its mirror `note_window_vectors` (kept by a trigger, migration 0008).
     window_embedding: Mapped[Any | None] = mapped_column(BinaryVector(EMBEDDING_DIMENSION))
     embedding_model: Mapped[str | None] = mapped_column(String(128))
+    # SPLADE-tiny's weights over WordPiece terms, scored for the read path's candidates in
+    # the statement that reads their rows (migration 0011; no index).
+    sparse_embedding: Mapped[Any | None] = mapped_column(SPARSEVEC(SPARSE_DIMENSION))
 
 
 class NoteVector(Base):

@@ -55,6 +55,9 @@ class SearchOptions:
     # candidates (`fusion.length_prior`); 0 switches it off, None: `search_notes` takes
     # `retrieval.length_prior`.
     length_prior: float | None = None
+    # Weight of the learned sparse channel (`memory.retrieval.sparse`); 0 switches it off,
+    # None: `search_notes` takes `sparse.weight`.
+    sparse_weight: float | None = None
     activation: bool = True
     mmr: bool = True
     fusion: str = "zscore"

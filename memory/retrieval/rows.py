@@ -19,7 +19,8 @@ from functools import cache
 from typing import Any, Protocol
 
 import numpy as np
-from sqlalchemy import String, bindparam, select
+from pgvector.sqlalchemy import SPARSEVEC
+from sqlalchemy import String, bindparam, cast, func, select, true
 from sqlalchemy.orm import Session, aliased
 
 from memory.access.policy import Viewer
@@ -28,7 +29,7 @@ from memory.db import CompiledStatement
 from memory.notes.models import Note, NoteVector
 from memory.notes.vectors import binary_vector, parse_vector
 from memory.retrieval.scope import ReadScope, ScopeShape, scope_conditions, shape_cached
-from memory.types import id_in_param
+from memory.types import SPARSE_DIMENSION, id_in_param
 
 
 class ScoredNote(Protocol):
@@ -46,12 +47,18 @@ class ScoredNote(Protocol):
     half_life_hours: float
     term_count: int
     base_level: float  # ACT-R's B at the search's clock, computed by PostgreSQL
+    # The query's sparse inner products (`sparse_scores`): the note's own, and its own plus
+    # its adjacent turns' for a seed (a window read at query time); None without either
+    # vector.
+    sparse_own: float | None
+    sparse_window: float | None
 
 
+COMPUTED = ("base_level", "sparse_own", "sparse_window")
 # Plain rows rather than ORM objects (150 candidates: 3.9 against 8.2 ms of CPU); no index
 # columns, vectors only for the MMR pool, and B instead of the accesses it is made of.
 CANDIDATE_COLUMNS = (
-    *(getattr(Note, name) for name in ScoredNote.__annotations__ if name != "base_level"),
+    *(getattr(Note, name) for name in ScoredNote.__annotations__ if name not in COMPUTED),
     base_level_column(Note).label("base_level"),
 )
 
@@ -69,10 +76,12 @@ def load_candidates(
     *,
     now: datetime,
     decay: float,
+    sparse_query: str | None = None,
 ) -> tuple[dict[uuid.UUID, ScoredNote], Adjacent]:
     """The rows of `note_ids` with their base levels at `now` (ACT-R decay `decay`), and
     for each of `seed_ids` (a subset) the visible notes of the previous and the next turn
-    of its session (the nearest turn_seq on either side).
+    of its session (the nearest turn_seq on either side). With `sparse_query` (pgvector's
+    sparsevec text form) each row carries its inner products with it (`ScoredNote`).
 
     One statement: the seeds' adjacent turns used to be a statement of their own, which
     looked each seed up by primary key again (4.1 ms of a 100k search's serial stretch,
@@ -84,6 +93,7 @@ def load_candidates(
         **base_level_params(now, decay),
         "ids": note_ids,
         "seed_ids": seed_ids or [],
+        "sparse_query": sparse_query,
     }
     rows = _candidates_statement(scope.shape).rows(session, params)
     adjacent: Adjacent = {}
@@ -96,24 +106,42 @@ def load_candidates(
 
 @shape_cached
 def _candidates_statement(shape: ScopeShape) -> CompiledStatement:
+    before, after = _adjacent_turn(shape, before=True), _adjacent_turn(shape, before=False)
+    own = _sparse_dot(Note)
+    window = own + func.coalesce(before.c.sparse, 0.0) + func.coalesce(after.c.sparse, 0.0)
     return CompiledStatement(
         select(
             *CANDIDATE_COLUMNS,
-            _adjacent_turn(shape, before=True).label("before_id"),
-            _adjacent_turn(shape, before=False).label("after_id"),
-        ).where(id_in_param(Note.id, "ids"))
+            own.label("sparse_own"),
+            window.label("sparse_window"),
+            before.c.id.label("before_id"),
+            after.c.id.label("after_id"),
+        )
+        .select_from(Note)
+        .outerjoin(before, true())
+        .outerjoin(after, true())
+        .where(id_in_param(Note.id, "ids"))
     )
 
 
+def _sparse_dot(note: Any) -> Any:
+    """The note's sparse vector's inner product with the query's (NULL without either);
+    pgvector's `<#>` is its negative."""
+    query = cast(bindparam("sparse_query", type_=String), SPARSEVEC(SPARSE_DIMENSION))
+    return -note.sparse_embedding.max_inner_product(query)
+
+
 def _adjacent_turn(shape: ScopeShape, *, before: bool) -> Any:
-    """The id of the visible note of the nearest turn before (after) the candidate's in its
-    session, for seeds only: for any other candidate the condition on `seed_ids` fails
-    before the index is read (PostgreSQL tests it once per row, as a one-time filter)."""
-    neighbour = aliased(Note, name="before" if before else "after")
+    """The visible note of the nearest turn before (after) the candidate's in its session,
+    its id and its sparse inner product, for seeds only: for any other candidate the
+    condition on `seed_ids` fails before the index is read (PostgreSQL tests it once per
+    row, as a one-time filter)."""
+    name = "before" if before else "after"
+    neighbour = aliased(Note, name=f"{name}_note")
     nearer = neighbour.turn_seq < Note.turn_seq if before else neighbour.turn_seq > Note.turn_seq
     order = neighbour.turn_seq.desc() if before else neighbour.turn_seq
     return (
-        select(neighbour.id)
+        select(neighbour.id.label("id"), _sparse_dot(neighbour).label("sparse"))
         .where(
             id_in_param(Note.id, "seed_ids"),
             scope_conditions(shape, neighbour),
@@ -122,7 +150,7 @@ def _adjacent_turn(shape: ScopeShape, *, before: bool) -> Any:
         )
         .order_by(order)
         .limit(1)
-        .scalar_subquery()
+        .lateral(name)
     )
 
 

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import re
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-import numpy as np
 from sqlalchemy.orm import Session
 
 from memory.access.policy import Viewer
-from memory.activation.model import ActivationBreakdown, activation_breakdown, make_noise_rng
+from memory.activation.model import activation_breakdown, make_noise_rng
 from memory.config import Settings
 from memory.retrieval import routes as r
 from memory.retrieval.aside import OpenSession
@@ -32,8 +31,10 @@ from memory.retrieval.candidates import (  # noqa: F401 - the read path's public
 )
 from memory.retrieval.fusion import fuse, length_prior, to_relevance
 from memory.retrieval.gate import asks_anything
+from memory.retrieval.hits import SearchHit, json_number  # noqa: F401 - public names
 from memory.retrieval.mmr import mmr
 from memory.retrieval.rows import ScoredNote, load_candidates, pool_vectors
+from memory.retrieval.sparse import SparseQuery, resolve_sparse_query, sparse_boosts
 from memory.types import utcnow
 
 LINK_SEEDS = 10
@@ -44,38 +45,6 @@ MMR_LAMBDA = 0.7
 # Candidates scored per query after fusion: ranks below this never reached the top 20.
 SCORED_CANDIDATES = 150
 NEIGHBOUR_SEEDS = 60
-
-
-@dataclass
-class SearchHit:
-    note: ScoredNote
-    score: float
-    relevance: float
-    activation: ActivationBreakdown | None
-    routes: dict[str, int] = field(default_factory=dict)
-    link_spread: float = 0.0
-    speaker_boost: float = 0.0
-    length_prior: float = 0.0
-
-    def explanation(self) -> dict[str, Any]:
-        a = self.activation
-        return {
-            "routes": self.routes,
-            "relevance": round(self.relevance, 4),
-            "base_level": json_number(a.base_level) if a else None,
-            "spreading": round(a.spreading, 4) if a else None,
-            "noise": round(a.noise, 4) if a else 0.0,
-            "retention": round(a.retention, 4) if a else None,
-            "threshold_passed": a.threshold_passed if a else True,
-            "link_spread": round(self.link_spread, 4),
-            "speaker_boost": self.speaker_boost,
-            "length_prior": round(self.length_prior, 4),
-        }
-
-
-def json_number(value: float) -> float | None:
-    """`value` rounded for an answer, or None where JSON has no number (±inf, NaN)."""
-    return round(value, 4) if np.isfinite(value) else None
 
 
 def _ranks(scores: dict[uuid.UUID, float]) -> dict[uuid.UUID, int]:
@@ -103,11 +72,13 @@ def search_notes(
     options: SearchOptions | None = None,
     now: datetime | None = None,
     aside: OpenSession | None = None,
+    sparse: SparseQuery = None,
 ) -> list[SearchHit]:
     """The top_k notes for `query` that the viewer may see, best first, with explanations.
 
     `vector` may still be pending (`candidates.PendingVector`): it is waited for when the
-    dense route needs it, after the lexical routes have run. With `aside` (a second
+    dense route needs it, after the lexical routes have run; so may `sparse`, the query's
+    sparse vector, waited for when the candidates' rows are read. With `aside` (a second
     transaction's opener) the dense route runs beside the lexical ones
     (`memory.retrieval.aside`); the answer is the same."""
     filters, options, now = (
@@ -133,14 +104,19 @@ def search_notes(
     # known before it: one statement reads their rows and the seeds' adjacent turns.
     best = _best(relevance, SCORED_CANDIDATES)
     seeds = _best(relevance, NEIGHBOUR_SEEDS) if smooth else []
-    clock = {"now": now, "decay": settings.activation.decay_parameter}
-    notes, adjacent = load_candidates(session, scope, best, seeds, **clock)
+    reading = {
+        "now": now,
+        "decay": settings.activation.decay_parameter,
+        "sparse_query": resolve_sparse_query(sparse) if options.sparse_weight else None,
+    }
+    notes, adjacent = load_candidates(session, scope, best, seeds, **reading)
     if smooth:
         relevance = _smooth_by_neighbours(relevance, adjacent, options.neighbour_weight)
     links: dict[uuid.UUID, tuple[float, uuid.UUID]] = {}
     if "links" in options.routes and relevance and _allows(options, "links"):
-        links, notes = _with_links(session, scope, relevance, notes, options.link_weight, clock)
+        links, notes = _with_links(session, scope, relevance, notes, options.link_weight, reading)
     passed, below = _score(notes, relevance, found, links, query, now, settings, options)
+    _add_sparse_channel(passed, options.sparse_weight or 0.0)
     chosen = _select(session, viewer, passed, top_k, options)
     if filters.narrows and len(chosen) < top_k:
         # A filter names the slice the caller wants ranked ("decisions since Monday"), so
@@ -158,6 +134,8 @@ def _with_settings(options: SearchOptions, settings: Settings) -> SearchOptions:
         options = replace(options, scan_tuples=settings.retrieval.filtered_scan_tuples)
     if options.length_prior is None:
         options = replace(options, length_prior=settings.retrieval.length_prior)
+    if options.sparse_weight is None:
+        options = replace(options, sparse_weight=settings.sparse.weight)
     return options
 
 
@@ -176,7 +154,7 @@ def _with_links(
     relevance: dict[uuid.UUID, float],
     notes: dict[uuid.UUID, ScoredNote],
     link_weight: float,
-    clock: dict[str, Any],
+    reading: dict[str, Any],
 ) -> tuple[dict[uuid.UUID, tuple[float, uuid.UUID]], dict[uuid.UUID, ScoredNote]]:
     """One hop of links from the best notes, and the notes worth scoring, ranked by
     relevance plus link spread (the linked notes join `relevance` at 0)."""
@@ -190,7 +168,7 @@ def _with_links(
 
     best = sorted(relevance, key=promise, reverse=True)[:SCORED_CANDIDATES]
     missing = [note_id for note_id in best if note_id not in notes]
-    notes = {**notes, **load_candidates(session, scope, missing, **clock)[0]}
+    notes = {**notes, **load_candidates(session, scope, missing, **reading)[0]}
     return links, {note_id: notes[note_id] for note_id in best if note_id in notes}
 
 
@@ -268,6 +246,20 @@ def _score(
     for group in (hits, below):
         group.sort(key=lambda h: (-h.score, str(h.note.id)))
     return hits, below
+
+
+def _add_sparse_channel(hits: list[SearchHit], weight: float) -> None:
+    """The sparse channel added to the hits' scores (`memory.retrieval.sparse`), re-sorted."""
+    boosts = sparse_boosts(
+        {h.note.id: h.score for h in hits},
+        {h.note.id: h.note.sparse_own for h in hits},
+        {h.note.id: h.note.sparse_window for h in hits},
+        weight,
+    )
+    for hit in hits:
+        hit.sparse = boosts[hit.note.id]
+        hit.score += hit.sparse
+    hits.sort(key=lambda h: (-h.score, str(h.note.id)))
 
 
 def _select(

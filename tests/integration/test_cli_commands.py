@@ -25,7 +25,8 @@ pytestmark = pytest.mark.integration
 
 COMMANDS = (
     "up", "db", "tokens", "agents", "stats", "search", "export", "import", "consolidate",
-    "decay", "conflicts", "forget", "pin", "dead-letters", "reembed", "sync", "doctor", "bench",
+    "decay", "conflicts", "forget", "pin", "dead-letters", "reembed", "backfill-sparse", "sync",
+    "doctor", "bench",
 )  # fmt: skip
 
 
@@ -58,7 +59,7 @@ def test_help_leads_to_every_command_with_an_example() -> None:
     for name in COMMANDS:
         assert f"  {name} " in top.output, name
     for name in ("stats", "search", "export", "import", "forget", "pin", "dead-letters",
-                 "reembed", "sync", "bench"):  # fmt: skip
+                 "reembed", "backfill-sparse", "sync", "bench"):  # fmt: skip
         result = run(name, "--help")
         assert result.exit_code == 0 and "Example" in result.output, name
     for sub in ("list", "retry"):

@@ -121,6 +121,10 @@ def test_content_change_writes_a_new_version(
     api_client: TestClient, tokens: dict[str, str], user_id: str, budget: str
 ) -> None:
     new_text = "Dana's grocery budget is 400 euros a month."
+    with session_scope() as session:
+        old = session.get(Note, uuid.UUID(budget))
+        assert old is not None and old.sparse_embedding is not None
+        old_sparse = old.sparse_embedding.to_text()
     status, body = patch(
         api_client, tokens["agent"], budget, user_id=user_id, agent_id="finance-bot",
         content=new_text, tags=["groceries", "budget"],
@@ -144,6 +148,8 @@ def test_content_change_writes_a_new_version(
         new = session.get(Note, uuid.UUID(new_id))
         assert new is not None and new.status == "active" and new.valid_to is None
         assert new.embedding is not None and new.window_embedding is not None
+        assert new.sparse_embedding is not None  # the new text's, not the old version's
+        assert new.sparse_embedding.to_text() != old_sparse
         assert new.embedding_model and new.lineage_id == uuid.UUID(budget)
         assert new.index_text and "400" in new.index_text and "Dana" in new.index_text
         matches = session.scalar(

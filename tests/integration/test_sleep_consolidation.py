@@ -95,6 +95,7 @@ def test_topic_clusters_become_knowledge_notes_and_a_rerun_duplicates_nothing(
     assert purity >= 0.9
     for note, sources in made.values():
         assert note.status == "active" and note.embedding is not None and note.term_count > 0
+        assert note.sparse_embedding is not None  # searched like any note, sparse channel too
         assert note.metadata_["consolidation"]["method"] == "extractive"
         assert len(sources) == note.metadata_["consolidation"]["sources"] >= 3
         assert any(ids[s].split(".")[0] in note.content for s in sources)  # central sentences

@@ -26,6 +26,7 @@ from memory.api.middleware import arrived_at
 from memory.api.schemas import Identifier, Kind, NotBlank, Strict, aware
 from memory.clients.embedder import embed_query
 from memory.clients.redis import get_redis
+from memory.clients.sparse_encoder import encode_sparse_query
 from memory.config import RetrievalSettings, get_settings
 from memory.db import scope_session, session_scope
 from memory.notes.service import readable_note_sources
@@ -134,8 +135,12 @@ def _search(
             tuple(body.kinds), tuple(body.domains), body.since, body.until, body.include_archived
         )
     # Embedded in parallel with the transaction's first statements: the dense route waits
-    # for it after the viewer is resolved and BM25 has run (`run_routes`).
+    # for it after the viewer is resolved and BM25 has run (`run_routes`); the sparse
+    # vector is waited for when the candidates' rows are read.
     vector = _EMBED_POOL.submit(embed_query, query, settings)
+    sparse = (
+        _EMBED_POOL.submit(encode_sparse_query, query, settings) if settings.sparse.weight else None
+    )
     with _read_transaction(timeout_ms) as session:
         # Ranked as the owner: under row-level security PostgreSQL cannot use the GIN and
         # trigram indexes of the lexical routes (see _rls_checked); the hits are re-checked.
@@ -156,6 +161,7 @@ def _search(
             filters=filters,
             options=options,
             aside=lambda: _read_transaction(timeout_ms, aside=True),
+            sparse=sparse,
         )
         hits, sources = _rls_checked(session, viewer, hits)
         results = [_result(h, sources[h.note.id]) for h in hits]

@@ -72,3 +72,12 @@ def test_sleep_tasks_are_registered_on_the_maintenance_queue() -> None:
     for name in names:
         task = app.tasks[f"tasks.sleep.{name}"]
         assert app.amqp.router.route({}, task.name)["queue"].name == "maintenance"
+
+
+def test_notes_without_a_sparse_vector_are_filled_daily_on_the_maintenance_queue() -> None:
+    import tasks.maintenance  # noqa: F401 - registers the tasks
+
+    entry = beat_schedule(load_settings())["fill-sparse-vectors"]
+    assert entry["task"] == "tasks.maintenance.fill_sparse_vectors" in app.tasks
+    assert entry["schedule"] == timedelta(days=1)
+    assert entry["options"]["queue"] == "maintenance"

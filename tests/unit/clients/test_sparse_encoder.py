@@ -1,4 +1,4 @@
-"""The numpy SPLADE encoder of the LoCoMo trials: its file reader, its pooling shortcut,
+"""The numpy SPLADE encoder of the read path: its file reader, its pooling shortcut,
 and its BERT forward pass against a loop-by-loop reference on a tiny random model."""
 
 from __future__ import annotations
@@ -11,12 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.splade_tiny import (
-    SpladeTiny,
+from memory.clients.sparse_encoder import (
+    SparseEncoder,
     pooled_activation,
     read_safetensors,
-    sparse_dot,
-    window_max,
+    sparse_text,
 )
 
 WIDTH, HEADS, INNER, LAYERS = 8, 2, 16, 2
@@ -144,7 +143,7 @@ def reference_encode(w: dict[str, np.ndarray], ids: list[int]) -> np.ndarray:
 
 def test_the_forward_pass_matches_a_token_by_token_reference(tmp_path: Path) -> None:
     weights = random_model(tmp_path)
-    model = SpladeTiny(tmp_path)
+    model = SparseEncoder(tmp_path)
     text = "the cat sat on the mat"
     ids = model.tokenizer.encode(text).ids
     expected = reference_encode(weights, ids)
@@ -157,7 +156,7 @@ def test_the_forward_pass_matches_a_token_by_token_reference(tmp_path: Path) -> 
 
 def test_a_text_encodes_the_same_alone_or_after_others(tmp_path: Path) -> None:
     random_model(tmp_path)
-    model = SpladeTiny(tmp_path)
+    model = SparseEncoder(tmp_path)
     alone = model.encode("dog ran")
     model.encode("the cat sat on the mat")
     assert model.encode("dog ran") == alone
@@ -185,8 +184,31 @@ def test_pooling_the_logits_first_equals_pooling_the_activations() -> None:
     np.testing.assert_allclose(pooled_activation(logits), naive)
 
 
-def test_a_window_keeps_each_terms_largest_weight_and_dots_are_sparse() -> None:
-    window = window_max([{1: 0.5, 2: 1.0}, {2: 0.25, 3: 2.0}, {}])
-    assert window == {1: 0.5, 2: 1.0, 3: 2.0}
-    assert sparse_dot({1: 2.0, 9: 1.0}, window) == pytest.approx(1.0)
-    assert sparse_dot({}, window) == 0.0
+def test_the_text_form_is_pgvectors_with_indices_from_one() -> None:
+    assert sparse_text({0: 0.5, 30521: 1.25, 7: 2.0}) == "{1:0.5,8:2,30522:1.25}/30522"
+    assert sparse_text({}) == "{}/30522"
+
+
+def test_without_its_files_or_when_switched_off_there_is_no_encoder(tmp_path: Path) -> None:
+    from memory.clients.sparse_encoder import encode_sparse_query, get_sparse_encoder
+    from memory.config import load_settings
+
+    missing = load_settings(sparse={"model_dir": str(tmp_path / "absent")})
+    assert get_sparse_encoder(missing) is None
+    assert encode_sparse_query("anything", missing) is None
+    assert get_sparse_encoder(load_settings(sparse={"enabled": False})) is None
+
+
+def test_a_model_of_another_vocabulary_is_refused_by_name(tmp_path: Path) -> None:
+    from memory.clients.sparse_encoder import _load_encoder
+    from memory.clients.sparse_model import model_ready
+    from memory.errors import ConfigError
+
+    random_model(tmp_path)  # 8 terms, not BERT's 30,522
+    with pytest.MonkeyPatch.context() as patch:
+        # Its files are not the pinned ones; let them pass the digest check to reach the
+        # vocabulary check.
+        patch.setattr("memory.clients.sparse_encoder.model_ready", lambda _: True)
+        with pytest.raises(ConfigError, match="8 terms, the store holds 30522"):
+            _load_encoder.__wrapped__(tmp_path)
+    assert not model_ready(tmp_path)

