@@ -9,7 +9,7 @@ text was built from plus Gaussian noise, and its window vector mixes in its sess
 neighbours, so neighbourhoods follow topics, words and people like real embeddings do.
 Sparse vectors likewise: the real SPLADE-tiny encoder encodes the same phrases once, and a
 note's sparse vector is the term-wise maximum of its phrases' (SPLADE pools by maximum),
-about 60 non-zero terms against about 95 for a LoCoMo turn.
+74 non-zero terms on average (48-99 for a 10k user) against about 95 for a LoCoMo turn.
 Everything is deterministic for a given seed and user.
 """
 
