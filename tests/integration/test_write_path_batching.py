@@ -357,5 +357,5 @@ def test_the_embeddings_update_changes_no_indexed_column() -> None:
     set_clause = re.search(r"SET (.*) WHERE", note_update(EMBEDDED_COLUMNS).sql, re.S)
     assert set_clause is not None
     updated = set(re.findall(r"(\w+)=", set_clause.group(1)))
-    assert updated == {"embedding", "embedding_model", "updated_at"}
+    assert updated == {"embedding", "embedding_model", "sparse_embedding", "updated_at"}
     assert not updated & indexed
