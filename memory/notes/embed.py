@@ -4,7 +4,8 @@ Invariants: notes to embed are claimed with FOR UPDATE SKIP LOCKED, so concurren
 workers split a backlog instead of embedding it twice; each note's text is embedded once
 (its window vector is derived from its own and its neighbours' vectors when it is
 decided, memory.notes.window; its terms when it becomes active, memory.notes.lexicon);
-with a sparse encoder, the same text's sparse vector is stored in the same update;
+with a sparse encoder, the note's sparse vector ("Speaker: content", `sparse_source`) is
+stored in the same update;
 a note embedded long ago whose decision never came is handed to the decide stage again.
 """
 
@@ -51,8 +52,8 @@ def embed_pending_notes(
     sparse_encoder: SparseEncoder | None = None,
 ) -> EmbedBatch:
     """Embed up to `limit` pending, not yet embedded notes in one batch, one text per note
-    (`embed_text`), and encode that text's sparse vector when `sparse_encoder` is given;
-    window vectors are left to the decide stage.
+    (`embed_text`), and its sparse vector (`sparse_source`) when `sparse_encoder` is
+    given; window vectors are left to the decide stage.
 
     Only notes without an embedding are locked: embedded ones awaiting their decision are
     never held while the model runs (their decide stage would wait on them). Those pending
@@ -62,12 +63,11 @@ def embed_pending_notes(
     now = utcnow()
     if todo:
         vectors = embedder.embed([n.embed_text or n.content for n in todo])
-        sparse = [_sparse(sparse_encoder, sparse_source(n.speaker, n.content)) for n in todo]
         note_update(EMBEDDED_COLUMNS).run_many(
             session,
             [
-                {**_embedded_values(note, vector, embedder.model_id, now), "sparse_embedding": s}
-                for note, vector, s in zip(todo, vectors, sparse, strict=True)
+                _embedded_values(note, vector, sparse_encoder, embedder.model_id, now)
+                for note, vector in zip(todo, vectors, strict=True)
             ],
         )
     stale = _stale_statement().rows(
@@ -81,15 +81,11 @@ def embed_pending_notes(
 EMBEDDED_COLUMNS = ("embedding", "embedding_model", "sparse_embedding", "updated_at")
 
 
-def _sparse(encoder: SparseEncoder | None, text: str) -> str | None:
-    return None if encoder is None else sparse_text(encoder.encode(text))
-
-
 def note_sparse_vector(
     encoder: SparseEncoder | None, speaker: str | None, content: str
 ) -> SparseVector | None:
-    """A note's sparse vector for an ORM row (a stage that writes its own notes), or None
-    without an encoder (the daily backfill fills it then)."""
+    """A note's sparse vector for an ORM row (consolidated knowledge, an edited note's new
+    version), or None without an encoder (the backfill fills it later)."""
     if encoder is None:
         return None
     return SparseVector(encoder.encode(sparse_source(speaker, content)), SPARSE_DIMENSION)
@@ -102,11 +98,18 @@ def sparse_source(speaker: str | None, content: str) -> str:
     return f"{speaker}: {content}" if speaker else content
 
 
-def _embedded_values(note: Any, vector: Any, model_id: str, now: datetime) -> dict[str, Any]:
+def _embedded_values(
+    note: Any, vector: Any, sparse: SparseEncoder | None, model_id: str, now: datetime
+) -> dict[str, Any]:
     return {
         "note_id": note.id,
         "embedding": VectorParam(vector),
         "embedding_model": model_id,
+        "sparse_embedding": (
+            None
+            if sparse is None
+            else sparse_text(sparse.encode(sparse_source(note.speaker, note.content)))
+        ),
         "updated_at": now,
     }
 

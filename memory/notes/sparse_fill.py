@@ -1,6 +1,5 @@
-"""Sparse vectors for searchable notes that have none: written before migration 0011,
-while the model files were missing, or by a stage that embeds without the pipeline
-(consolidated knowledge, notes written by the admin API).
+"""Sparse vectors for searchable notes that have none: written before migration 0011, or
+while the model files were missing or the encoder switched off (`sparse.enabled`).
 
 Invariants: only current, searchable notes (active or archived, valid_to IS NULL) with an
 embedding are filled (a pending note gets its vector in the embed stage); each batch is

@@ -47,9 +47,9 @@ class ScoredNote(Protocol):
     half_life_hours: float
     term_count: int
     base_level: float  # ACT-R's B at the search's clock, computed by PostgreSQL
-    # The query's sparse inner products (`sparse_scores`): the note's own, and its own plus
-    # its adjacent turns' for a seed (a window read at query time); None without either
-    # vector.
+    # The query's sparse inner products (`memory.retrieval.sparse`): the note's own, and
+    # its own plus its adjacent turns' for a seed (a window read at query time); None
+    # without either vector.
     sparse_own: float | None
     sparse_window: float | None
 
