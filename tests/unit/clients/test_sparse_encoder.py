@@ -212,3 +212,33 @@ def test_a_model_of_another_vocabulary_is_refused_by_name(tmp_path: Path) -> Non
         with pytest.raises(ConfigError, match="8 terms, the store holds 30522"):
             _load_encoder.__wrapped__(tmp_path)
     assert not model_ready(tmp_path)
+
+
+def test_the_int8_projection_keeps_the_float_activations(tmp_path: Path) -> None:
+    random_model(tmp_path)
+    exact, int8 = SparseEncoder(tmp_path), SparseEncoder(tmp_path, compute="int8")
+    texts = ("the cat sat on the mat", "dog ran", "the dog sat on the cat")
+    assert any(exact.encode(t) != int8.encode(t) for t in texts)  # int8 products ran
+    for text in texts:
+        a, b = exact.encode(text), int8.encode(text)
+        terms = sorted(set(a) | set(b))
+        x = np.array([a.get(t, 0.0) for t in terms])
+        y = np.array([b.get(t, 0.0) for t in terms])
+        assert x @ y / (np.linalg.norm(x) * np.linalg.norm(y)) > 0.999, (text, a, b)
+        np.testing.assert_allclose(y, x, atol=0.05 * x.max())
+
+
+def test_the_int8_products_are_the_float_ones_within_the_quantisation() -> None:
+    from memory.clients.sparse_projection import Int8Projection
+
+    rng = np.random.default_rng(5)
+    output = rng.normal(0, 1, (16, 300)).astype(np.float32)
+    output[:, 7] = 0.0  # a term no hidden state reaches: scale 1, logit = its bias
+    bias = rng.normal(0, 1, 300).astype(np.float32)
+    hidden = rng.normal(0, 1, (5, 16)).astype(np.float32)
+    expected = (hidden @ output + bias).max(axis=0)
+    got = Int8Projection(output, bias).max_logits(hidden)
+    assert got.shape == (300,)
+    assert got[7] == pytest.approx(bias[7])
+    spread = np.abs(hidden).sum(axis=1).max() * np.abs(output).max()
+    np.testing.assert_allclose(got, expected, atol=0.02 * spread)

@@ -1,0 +1,68 @@
+"""SPLADE's projection onto the vocabulary with int8 weights on onnxruntime.
+
+Of a query's encoding (about 4 ms of CPU on a 2-core machine in numpy), the projection of
+each token's hidden state onto the 30,522 terms took 2.4-2.9 ms: a 128 x 30,522 float32
+matrix (15.6 MB) read once per text. Stored as int8 with a scale per term (3.9 MB) and
+multiplied by onnxruntime's `DynamicQuantizeMatMul` (the hidden states quantised per
+call), the same product took 0.63-0.65 ms against numpy's 2.39-2.44 in one measurement
+(benchmarks/README.md, session 28).
+
+Invariants: `max_logits(h)` is max over the rows of h of (h · Wᵀ + bias) for the int8
+image of W (a term's weights scaled by its largest magnitude / 127; an all-zero term keeps
+scale 1); one intra-op thread, as the embedder runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+OPSET = 13
+
+
+class Int8Projection:
+    """h (tokens x width) → each term's largest logit over the tokens, int8 products."""
+
+    def __init__(self, output: np.ndarray, bias: np.ndarray) -> None:
+        import onnxruntime as ort
+        from onnx import TensorProto, helper, numpy_helper
+
+        width, terms = output.shape
+        scale = np.abs(output).max(axis=0) / 127.0
+        scale[scale == 0] = 1.0
+        weights = np.round(output / scale).astype(np.int8)
+        nodes = [
+            helper.make_node(
+                "DynamicQuantizeMatMul",
+                ["hidden", "weights", "scale", "zero", "bias"],
+                ["logits"],
+                domain="com.microsoft",
+            ),
+            helper.make_node("ReduceMax", ["logits"], ["best"], axes=[0], keepdims=0),
+        ]
+        constants = [
+            numpy_helper.from_array(weights, "weights"),
+            numpy_helper.from_array(scale.astype(np.float32), "scale"),
+            numpy_helper.from_array(np.zeros(terms, np.int8), "zero"),
+            numpy_helper.from_array(bias.astype(np.float32), "bias"),
+        ]
+        graph = helper.make_graph(
+            nodes,
+            "splade_projection",
+            [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, [None, width])],
+            [helper.make_tensor_value_info("best", TensorProto.FLOAT, [terms])],
+            constants,
+        )
+        model = helper.make_model(
+            graph,
+            opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("com.microsoft", 1)],
+        )
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        self._session = ort.InferenceSession(
+            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
+
+    def max_logits(self, hidden: np.ndarray) -> np.ndarray:
+        feed = {"hidden": np.ascontiguousarray(hidden, dtype=np.float32)}
+        return self._session.run(None, feed)[0]
