@@ -1,9 +1,10 @@
 """Table rows to JSON-safe dicts and back, column by column, for export and import.
 
 Invariants: `decode_row(table, encode_row(table, row))` gives back values the database
-stores identically (uuids, timezone-aware datetimes, float32 vectors exactly, tsvector
-text); rows are keyed by column name (e.g. `metadata`, not the ORM's `metadata_`);
-unknown keys are rejected so a file from another schema fails loudly, not silently.
+stores identically (uuids, timezone-aware datetimes, float32 vectors exactly, sparse
+vectors as pgvector's text form, tsvector text); rows are keyed by column name (e.g.
+`metadata`, not the ORM's `metadata_`); unknown keys are rejected so a file from another
+schema fails loudly, not silently.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from pgvector.sqlalchemy import Vector
+from pgvector import SparseVector
+from pgvector.sqlalchemy import SPARSEVEC, Vector
 from sqlalchemy import ARRAY, DateTime, Table
 from sqlalchemy.dialects.postgresql import UUID
 
@@ -27,6 +29,8 @@ def _kind(column_type: Any) -> str:
         return "datetime"
     if isinstance(column_type, Vector):
         return "vector"
+    if isinstance(column_type, SPARSEVEC):
+        return "sparsevec"
     if isinstance(column_type, ARRAY) and isinstance(column_type.item_type, DateTime):
         return "datetimes"
     return "plain"
@@ -48,6 +52,8 @@ def _encode(kind: str, value: Any) -> Any:
         return [v.isoformat() for v in value]
     if kind == "vector":
         return [_float32_text(v) for v in value]
+    if kind == "sparsevec":
+        return value.to_text()  # "{index:value,...}/dimension", indices from 1
     if isinstance(value, list | tuple):
         return list(value)
     return value
@@ -64,6 +70,8 @@ def _decode(kind: str, value: Any) -> Any:
         return [_aware(datetime.fromisoformat(v)) for v in value]
     if kind == "vector":
         return [float(v) for v in value]
+    if kind == "sparsevec":
+        return SparseVector.from_text(value)
     return value
 
 

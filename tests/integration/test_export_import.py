@@ -200,6 +200,7 @@ def test_round_trip_into_an_empty_database_is_faithful_and_idempotent(
     assert {r["status"] for r in original["notes"]} == {"active", "deleted"}
     assert any(r["pinned"] for r in original["notes"]) and original["conflicts"]
     assert any(r["created_by"] == "user" for r in original["links"])
+    assert any(r["sparse_embedding"] for r in original["notes"])  # carried as text
 
     with cli_database(empty_database):
         first = CliRunner().invoke(cli, ["import", str(files["jsonl"])])
