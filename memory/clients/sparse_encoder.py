@@ -12,7 +12,9 @@ forward pass is written here in numpy, so neither torch nor transformers is need
 
 Invariants: `encode` is deterministic, independent of other texts, and returns only
 positive weights; `pooled_activation` equals the per-token log(1 + ReLU) max-pooled;
-`sparse_text` is pgvector's text form (1-based indices) of exactly those weights.
+`sparse_text` is pgvector's text form (1-based indices) of exactly those weights; with
+`compute="int8"` the weights are those of the int8 image of the output matrix
+(`memory.clients.sparse_projection`), the rest of the pass unchanged.
 Without the model files (or with `sparse.enabled` false) `get_sparse_encoder` is None and
 every caller goes on without sparse vectors.
 """
