@@ -21,16 +21,13 @@ def _embedder_check() -> dict[str, Any]:
 
 def _sparse_check() -> dict[str, Any]:
     """Optional: without the files searches still answer, a little less well."""
-    from memory.clients.sparse_encoder import get_sparse_encoder
-    from memory.clients.sparse_model import default_model_dir
+    from memory.clients.sparse_encoder import missing_encoder_reason
 
     sparse = get_settings().sparse
-    if not sparse.enabled:
-        return {"ok": True, "detail": "switched off (sparse.enabled)"}
-    if get_sparse_encoder(get_settings()) is None:
-        where = sparse.model_dir or default_model_dir()
-        return {"ok": False, "detail": f"no model files in {where}: run make install"}
-    return {"ok": True, "detail": f"splade-tiny, weight {sparse.weight}"}
+    reason = missing_encoder_reason()
+    if reason is not None:  # switched off on purpose is fine; missing files are not
+        return {"ok": not sparse.enabled, "detail": reason}
+    return {"ok": True, "detail": f"splade-tiny ({sparse.compute}), weight {sparse.weight}"}
 
 
 def _llm_check() -> dict[str, Any]:

@@ -8,10 +8,10 @@ import click
 from memory.cli.common import console, err_console, require_schema
 from memory.cli.options import domain_errors, progress_bar
 from memory.clients.embedder import get_embedder
-from memory.clients.sparse_encoder import get_sparse_encoder
-from memory.clients.sparse_model import default_model_dir
+from memory.clients.sparse_encoder import get_sparse_encoder, missing_encoder_reason
 from memory.config import Settings, get_settings
 from memory.db import session_scope
+from memory.errors import ConfigError
 from memory.notes.sparse_fill import count_missing_sparse, fill_sparse_vectors
 from memory.ops.reembed import count_stale, reembed_batch
 
@@ -104,14 +104,10 @@ def backfill_sparse(tenant: str | None, batch_size: int, dry_run: bool) -> None:
     if dry_run or total == 0:
         console.print(f"{total} notes without a sparse vector")
         return
-    encoder = get_sparse_encoder(get_settings())
+    settings = get_settings()
+    encoder = get_sparse_encoder(settings)
     if encoder is None:
-        err_console.print(
-            f"[red]error:[/] no sparse encoder: sparse.enabled is off or the model files are "
-            f"missing from {get_settings().sparse.model_dir or default_model_dir()} "
-            "(run `make install` or `python -m memory.clients.sparse_model`)"
-        )
-        raise SystemExit(1)
+        raise ConfigError(missing_encoder_reason(settings) or "no sparse encoder", key="sparse")
     done, after = 0, None
     with progress_bar() as bar:
         task = bar.add_task("encoding sparse vectors", total=total)

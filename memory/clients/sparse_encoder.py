@@ -89,12 +89,11 @@ class SparseEncoder:
         self.tokenizer.enable_truncation(max_length=MAX_TOKENS)
         words = self.weights["bert.embeddings.word_embeddings.weight"]
         self.dimension = words.shape[0]
-        self._output = np.ascontiguousarray(words.T)  # tied: logits = h · Eᵀ + bias
         self._bias = self.weights["cls.predictions.bias"]
-        self._int8 = Int8Projection(self._output, self._bias) if compute == "int8" else None
-
-    def vocabulary(self) -> dict[int, str]:
-        return {index: token for token, index in self.tokenizer.get_vocab().items()}
+        # Tied: logits = h · Eᵀ + bias. The float copy of Eᵀ (15.6 MB) is kept only when
+        # the projection runs in float.
+        self._int8 = Int8Projection(words.T, self._bias) if compute == "int8" else None
+        self._output = None if self._int8 is not None else np.ascontiguousarray(words.T)
 
     def encode(self, text: str) -> SparseVector:
         """The text's positive term weights."""
@@ -105,10 +104,10 @@ class SparseEncoder:
         head = "cls.predictions."
         hidden = _gelu(self._linear(hidden, head + "transform.dense"))
         hidden = self._norm(hidden, head + "transform.LayerNorm")
-        if self._int8 is not None:  # the maximum over tokens is taken inside
-            active = np.log1p(np.maximum(self._int8.max_logits(hidden), 0.0))
-        else:
+        if self._output is not None:
             active = pooled_activation(hidden @ self._output + self._bias)
+        else:  # int8: the maximum over tokens is taken inside
+            active = np.log1p(np.maximum(self._int8.max_logits(hidden), 0.0))  # type: ignore[union-attr]
         terms = np.flatnonzero(active)
         return dict(zip(terms.tolist(), active[terms].tolist(), strict=True))
 
@@ -166,6 +165,21 @@ def get_sparse_encoder(settings: Settings | None = None) -> SparseEncoder | None
     if not cfg.enabled:
         return None
     return _load_encoder(cfg.model_dir or default_model_dir(), cfg.compute)
+
+
+def missing_encoder_reason(settings: Settings | None = None) -> str | None:
+    """Why `get_sparse_encoder` gives None, in one line naming the fix; None when it
+    gives an encoder."""
+    cfg = (settings or get_settings()).sparse
+    if not cfg.enabled:
+        return "the sparse encoder is switched off (sparse.enabled)"
+    model_dir = cfg.model_dir or default_model_dir()
+    if not model_ready(model_dir):
+        return (
+            f"no verified {MODEL_ID} files in {model_dir} (run `make install` or "
+            "`python -m memory.clients.sparse_model`)"
+        )
+    return None
 
 
 @lru_cache(maxsize=4)

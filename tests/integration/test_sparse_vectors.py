@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -18,7 +19,7 @@ from memory.cli.main import cli
 from memory.clients.embedder import embed_query
 from memory.clients.sparse_encoder import SparseEncoder, SparseVector, get_sparse_encoder
 from memory.clients.sparse_encoder import sparse_text as as_text
-from memory.config import get_settings
+from memory.config import get_settings, load_settings
 from memory.db import session_scope
 from memory.notes.embed import sparse_source
 from memory.notes.models import Note
@@ -232,6 +233,20 @@ def test_the_backfill_command_counts_then_fills(database_url: str) -> None:
         session.execute(update(Note).where(Note.tenant_id == tenant).values(sparse_embedding=None))
     again = CliRunner().invoke(cli, ["backfill-sparse", "--tenant", tenant, "--dry-run"])
     assert "2 notes without a sparse vector" in again.output
+
+
+def test_the_backfill_command_without_an_encoder_is_one_clear_line(
+    database_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    tenant = f"t-{uuid.uuid4().hex[:8]}"
+    _unfilled(tenant, "u-none")
+    absent = load_settings(sparse={"model_dir": str(tmp_path / "absent")})
+    monkeypatch.setattr("memory.cli.reembed.get_settings", lambda: absent)
+    result = CliRunner().invoke(cli, ["backfill-sparse", "--tenant", tenant])
+    assert result.exit_code == 1, result.output
+    assert "make install" in result.output and str(tmp_path / "absent") in result.output
+    with session_scope() as session:
+        assert count_missing_sparse(session=session, tenant_id=tenant) == 2  # untouched
 
 
 def test_the_daily_task_fills_them_too(database_url: str, encoder: SparseEncoder) -> None:

@@ -197,6 +197,12 @@ def test_without_its_files_or_when_switched_off_there_is_no_encoder(tmp_path: Pa
     assert get_sparse_encoder(missing) is None
     assert encode_sparse_query("anything", missing) is None
     assert get_sparse_encoder(load_settings(sparse={"enabled": False})) is None
+    from memory.clients.sparse_encoder import missing_encoder_reason
+
+    reason = missing_encoder_reason(missing)
+    assert reason is not None and str(tmp_path / "absent") in reason and "make install" in reason
+    switched_off = missing_encoder_reason(load_settings(sparse={"enabled": False}))
+    assert switched_off is not None and "sparse.enabled" in switched_off
 
 
 def test_a_model_of_another_vocabulary_is_refused_by_name(tmp_path: Path) -> None:
