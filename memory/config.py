@@ -232,6 +232,13 @@ class WorkingSettings(_Section):
     ttl_seconds: int = Field(86400, ge=1)
     promote_threshold: float = Field(0.5, ge=0)
     max_items: int = Field(200, ge=1, le=10000)
+    # /v1/search and /v1/context with a session_id also return that session's items that
+    # share terms with the query or prompt (`memory.working.recall`), at most this many;
+    # 0 switches the route off.
+    recall_top_k: int = Field(5, ge=0, le=50)
+    # The share of /v1/context's token budget those items may take; the notes get the rest,
+    # and whatever the items leave.
+    context_share: float = Field(0.4, gt=0, le=1)
 
 
 class SyncSettings(_Section):

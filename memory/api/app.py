@@ -16,6 +16,7 @@ from memory.api.middleware import ObservabilityMiddleware
 from memory.api.routes import (
     agents,
     browse,
+    context,
     dashboard,
     episodes,
     events,
@@ -111,6 +112,7 @@ def create_app() -> FastAPI:
     app.include_router(memories.router)
     app.include_router(pipeline.router)
     app.include_router(search.router)
+    app.include_router(context.router)
     app.include_router(memory_admin.router)
     app.include_router(working.router)
     app.include_router(agents.router)

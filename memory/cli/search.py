@@ -23,11 +23,13 @@ from memory.cli.options import (
     viewer_for,
 )
 from memory.clients.embedder import embed_query
+from memory.clients.redis import get_redis
 from memory.clients.sparse_encoder import encode_sparse_query
 from memory.config import get_settings
 from memory.db import session_scope
 from memory.retrieval.focus import focus_query
 from memory.retrieval.service import SearchHit, search_notes
+from memory.working.recall import recall_working_items
 
 PREVIEW_CHARS = 70
 ROUTE_LABELS = {
@@ -74,11 +76,23 @@ def _num(value: Any) -> str:
 @agent_option
 @tenant_option
 @click.option("--top-k", default=10, show_default=True, type=click.IntRange(1, 50))
+@click.option(
+    "--session",
+    "session_id",
+    default=None,
+    help="Also list this session's working-memory items that match, as the API does.",
+)
 @json_option
 @click.argument("query", callback=lambda _ctx, _param, value: _not_blank(value))
 @domain_errors
 def search(
-    user_id: str, agent_id: str | None, tenant: str | None, top_k: int, as_json: bool, query: str
+    user_id: str,
+    agent_id: str | None,
+    tenant: str | None,
+    top_k: int,
+    session_id: str | None,
+    as_json: bool,
+    query: str,
 ) -> None:
     """Search a user's memories: score, then the explanation (routes, relevance R,
     base level B, spreading S, noise ε, retention).
@@ -87,6 +101,7 @@ def search(
     Examples:
       muma search --user alice "where does my sister live"
       muma search --user alice --agent coach --top-k 5 --json "running plan"
+      muma search --user alice --session s1 "which port"
     """
     require_schema()
     settings = get_settings()
@@ -106,10 +121,37 @@ def search(
             sparse=encode_sparse_query(ask, settings),
         )
         rows = [_row(rank, hit) for rank, hit in enumerate(hits, start=1)]
+    working = [
+        w.to_json()
+        for w in recall_working_items(
+            client=get_redis(),
+            tenant_id=viewer.tenant_id,
+            user_id=viewer.user_id,
+            session_id=session_id,
+            query=ask,
+            limit=settings.working.recall_top_k,
+        )
+    ]
     if as_json:
-        click.echo(json.dumps({"query": query, "results": rows}, indent=2))
+        click.echo(json.dumps({"query": query, "results": rows, "working": working}, indent=2))
         return
     _print_table(rows)
+    if session_id:
+        _print_working(session_id, working)
+
+
+def _print_working(session_id: str, items: list[dict[str, Any]]) -> None:
+    if not items:
+        console.print(f"no working-memory item of session {session_id} matched")
+        return
+    console.print(f"working memory of session {session_id} (relevance, terms matched):")
+    for item in items:
+        content = " ".join(item["content"].split())
+        why = item["explanation"]
+        console.print(
+            f"  {why['routes']['working']}. {_num(why['relevance'])} "
+            f"[dim]{' '.join(why['matched_terms'])}[/] {content[: PREVIEW_CHARS * 2]}"
+        )
 
 
 def _print_table(rows: list[dict[str, Any]]) -> None:

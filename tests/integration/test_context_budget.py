@@ -88,12 +88,12 @@ def test_what_is_left_of_the_budget_after_waiting_is_still_used(
 
 
 def test_a_search_whose_budget_ran_out_in_the_queue_does_no_work() -> None:
-    from memory.api.routes.search import _search_within
+    from memory.api.routes.context import _search_within
     from memory.retrieval.budget import Deadline
     from memory.retrieval.service import SearchOptions
 
     deadline = Deadline(at=time.monotonic() - 1)
     options = SearchOptions(deadline=deadline)
     # No principal or body is touched: nothing is read for a reply already sent.
-    assert _search_within(time.monotonic() - 0.001, None, None, options) == ([], [])  # type: ignore[arg-type]
+    assert _search_within(time.monotonic() - 0.001, None, None, options) == ([], [], [])  # type: ignore[arg-type]
     assert deadline.partial and deadline.skipped == ["search"]

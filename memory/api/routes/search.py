@@ -1,4 +1,5 @@
-"""The read path over HTTP: /v1/search and /v1/context (budgeted prompt injection)."""
+"""The read path over HTTP: /v1/search, and the search both it and /v1/context
+(`memory.api.routes.context`) run."""
 
 from __future__ import annotations
 
@@ -8,11 +9,10 @@ import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from fastapi import APIRouter, BackgroundTasks, Request
+from fastapi import APIRouter, BackgroundTasks
 from fastapi.responses import JSONResponse
 from pydantic import Field, ValidationInfo, field_validator
 from sqlalchemy import text
@@ -22,7 +22,6 @@ from memory.access.policy import Viewer
 from memory.access.tokens import Principal
 from memory.api.deps import PrincipalDep
 from memory.api.identity import resolve_viewer
-from memory.api.middleware import arrived_at
 from memory.api.schemas import Identifier, Kind, NotBlank, Strict, aware
 from memory.clients.embedder import embed_query
 from memory.clients.redis import get_redis
@@ -30,21 +29,22 @@ from memory.clients.sparse_encoder import encode_sparse_query
 from memory.config import RetrievalSettings, get_settings
 from memory.db import scope_session, session_scope
 from memory.notes.service import readable_note_sources
-from memory.retrieval.budget import Deadline
-from memory.retrieval.context import CONTEXT_POOL_SIZE, build_context
 from memory.retrieval.focus import focus_query
+from memory.retrieval.gate import asks_anything
 from memory.retrieval.recent_users import RecentUsers
 from memory.retrieval.routes import SearchFilters
 from memory.retrieval.service import SearchHit, SearchOptions, json_number, search_notes
 from memory.retrieval.warm import UserWarmer
 from memory.types import utcnow
+from memory.working.recall import WorkingHit, recall_working_items
+
+if TYPE_CHECKING:  # the context route calls this module's search_memories
+    from memory.api.routes.context import ContextIn
 
 router = APIRouter(tags=["read"])
 log = logging.getLogger(__name__)
-_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="context")
 # Query embeddings run here while the request's lexical routes wait on PostgreSQL.
 _EMBED_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="embed")
-OPTIONAL_STEPS_SHARE = 0.5
 # Reads a user's search files ahead after their first search (`memory.retrieval.warm`),
 # and at start-up those of the users read ahead most recently before.
 RECENT_USERS = RecentUsers(get_redis)
@@ -83,16 +83,6 @@ class SearchIn(Strict):
         return value
 
 
-class ContextIn(Strict):
-    user_id: Identifier | None = None
-    agent_id: Identifier | None = None
-    session_id: Identifier | None = None
-    prompt: Annotated[str, Field(min_length=1, max_length=16000), NotBlank]
-    max_tokens: Annotated[int, Field(ge=1, le=32000)] = 1000
-    timeout_ms: Annotated[int, Field(ge=1, le=60000)] = 150
-    dry_run: bool = False
-
-
 def _result(hit: SearchHit, sources: list[dict[str, Any]]) -> dict[str, Any]:
     note = hit.note
     return {
@@ -119,14 +109,17 @@ def _result(hit: SearchHit, sources: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _search(
+def search_memories(
     principal: Principal,
     body: SearchIn | ContextIn,
     query: str,
     top_k: int,
     timeout_ms: int | None = None,
     options: SearchOptions | None = None,
-) -> tuple[list[SearchHit], list[dict[str, Any]]]:
+) -> tuple[list[SearchHit], list[dict[str, Any]], list[WorkingHit]]:
+    """The memories for `query`, as hits and as results, and the working items of the
+    body's session that match it (`memory.working.recall`), read once the identity and the
+    hits have been checked."""
     settings = get_settings()
     query = focus_query(query, settings.retrieval.query_focus_chars)
     filters = SearchFilters()
@@ -165,9 +158,24 @@ def _search(
         )
         hits, sources = _rls_checked(session, viewer, hits)
         results = [_result(h, sources[h.note.id]) for h in hits]
+    # A prompt the small-talk gate answers empty gets no working items either.
+    gated = (
+        bool(body.session_id)
+        and options is not None
+        and options.skip_filler
+        and not asks_anything(query)
+    )
+    working = recall_working_items(
+        client=get_redis(),
+        tenant_id=viewer.tenant_id,
+        user_id=viewer.user_id,
+        session_id=None if gated else body.session_id,
+        query=query,
+        limit=settings.working.recall_top_k,
+    )
     # After the answer is ready: the read-ahead's reads would slow this search's own.
     _note_search(viewer, settings.retrieval)
-    return hits, results
+    return hits, results, working
 
 
 def _note_search(viewer: Viewer, retrieval: RetrievalSettings) -> None:
@@ -215,7 +223,7 @@ def _rls_checked(
     return [hit for hit in hits if hit.note.id in sources], sources
 
 
-def _record(background: BackgroundTasks, note_ids: list[uuid.UUID]) -> None:
+def record_use(background: BackgroundTasks, note_ids: list[uuid.UUID]) -> None:
     if note_ids and get_settings().retrieval.record_access:
         background.add_task(_enqueue_accesses, [str(i) for i in note_ids], utcnow().isoformat())
 
@@ -234,74 +242,12 @@ def _enqueue_accesses(note_ids: list[str], at: str) -> None:
 # FastAPI attaches the request's background tasks (access recording) to the response.
 @router.post("/v1/search", response_class=JSONResponse)
 def search(body: SearchIn, principal: PrincipalDep, background: BackgroundTasks) -> JSONResponse:
-    """The top_k memories the caller may see, each with its explanation."""
+    """The top_k memories the caller may see, each with its explanation, and with a
+    session_id that session's matching working items."""
     started = time.perf_counter()
-    hits, results = _search(principal, body, body.query, body.top_k)
+    hits, results, working = search_memories(principal, body, body.query, body.top_k)
     if not body.dry_run:
-        _record(background, [h.note.id for h in hits])
+        record_use(background, [h.note.id for h in hits])
     took = round((time.perf_counter() - started) * 1000, 2)
-    return JSONResponse({"results": results, "took_ms": took})
-
-
-@router.post("/v1/context", response_class=JSONResponse)
-def context(
-    body: ContextIn, principal: PrincipalDep, background: BackgroundTasks, request: Request
-) -> JSONResponse:
-    """The <relevant-memories> block for a prompt, within max_tokens and about timeout_ms
-    counted from the request's arrival (time spent queued under load is spent budget)."""
-    started = arrived_at(request)
-    budget_end = started + body.timeout_ms / 1000
-    remaining = budget_end - time.monotonic()
-    if remaining <= 0:  # the budget went on waiting for a thread: answer at once
-        return _context_reply("", [], 0, started, timed_out=True)
-    # Optional read steps stop at this share of the budget; the rest is left for scoring.
-    deadline = Deadline(at=started + body.timeout_ms * OPTIONAL_STEPS_SHARE / 1000)
-    # No length prior: the block is budgeted in tokens, and preferring longer notes spent
-    # it on fewer memories (LoCoMo: 23.1 -> 19.8 per block, context recall .867 -> .862).
-    # A prompt of fillers only ("thanks!") gets an empty block (memory.retrieval.gate).
-    skip_filler = get_settings().retrieval.context_skip_filler
-    options = SearchOptions(deadline=deadline, length_prior=0.0, skip_filler=skip_filler)
-    future = _POOL.submit(_search_within, budget_end, principal, body, options)
-    try:
-        hits, results = future.result(timeout=remaining)
-    except FutureTimeout:
-        return _context_reply("", [], 0, started, timed_out=True)
-    except Exception as exc:  # a statement timeout or a transient failure: answer empty
-        if "statement timeout" in str(exc) or "canceling statement" in str(exc):
-            return _context_reply("", [], 0, started, timed_out=True)
-        raise
-    block, kept, tokens = build_context(hits, body.max_tokens)
-    kept_ids = {h.note.id for h in kept}
-    memories = [r for h, r in zip(hits, results, strict=True) if h.note.id in kept_ids]
-    if not body.dry_run:
-        _record(background, [h.note.id for h in kept])
-    # A read cut short by its budget is partial: what was ready, flagged as timed out.
-    return _context_reply(block, memories, tokens, started, timed_out=deadline.partial)
-
-
-def _search_within(
-    budget_end: float, principal: Principal, body: ContextIn, options: SearchOptions
-) -> tuple[list[SearchHit], list[dict[str, Any]]]:
-    """The context's search, unless its budget ran out while it waited for a thread: the
-    handler has answered by then, and under load the work would only delay the next."""
-    remaining_ms = int((budget_end - time.monotonic()) * 1000)
-    if remaining_ms <= 0:
-        if options.deadline is not None:
-            options.deadline.skipped.append("search")  # so the reply says it was cut short
-        return [], []
-    return _search(principal, body, body.prompt, CONTEXT_POOL_SIZE, remaining_ms, options)
-
-
-def _context_reply(
-    block: str, memories: list[dict[str, Any]], tokens: int, started: float, *, timed_out: bool
-) -> JSONResponse:
-    """`started`: the request's arrival, on time.monotonic()'s clock."""
-    took = round((time.monotonic() - started) * 1000, 2)
-    content = {
-        "context": block,
-        "memories": memories,
-        "tokens": tokens,
-        "took_ms": took,
-        "timed_out": timed_out,
-    }
-    return JSONResponse(content)
+    items = [w.to_json() for w in working]
+    return JSONResponse({"results": results, "working": items, "took_ms": took})

@@ -6,9 +6,18 @@ import uuid
 from datetime import UTC, datetime
 from types import SimpleNamespace
 
-from memory.retrieval.context import CLOSE, OPEN, build_context, memory_line
+from memory.retrieval.context import (
+    CLOSE,
+    OPEN,
+    ContextBlock,
+    build_context,
+    memory_line,
+    working_line,
+)
 from memory.retrieval.mmr import estimate_tokens
 from memory.retrieval.service import SearchHit, _mentioned_speaker
+from memory.working.recall import WorkingHit
+from memory.working.service import WorkingItem, content_hash
 
 
 def _hit(content: str, day: int = 8) -> SearchHit:
@@ -29,7 +38,8 @@ def test_block_never_exceeds_the_budget() -> None:
         _hit(f"Memory number {i} about a fairly ordinary thing that happened.") for i in range(50)
     ]
     for budget in (10, 25, 60, 200, 1000):
-        block, kept, tokens = build_context(hits, budget)
+        built = build_context(hits, budget)
+        block, kept, tokens = built.text, built.notes, built.tokens
         assert tokens <= budget
         if block:
             assert block.startswith(OPEN) and block.endswith(CLOSE)
@@ -43,8 +53,8 @@ def test_block_never_exceeds_the_budget() -> None:
 
 
 def test_nothing_fits_gives_an_empty_block() -> None:
-    assert build_context([_hit("x " * 200)], 20) == ("", [], 0)
-    assert build_context([], 1000) == ("", [], 0)
+    assert build_context([_hit("x " * 200)], 20) == ContextBlock()
+    assert build_context([], 1000) == ContextBlock()
 
 
 def test_speaker_prior_needs_exactly_one_named_participant() -> None:
@@ -53,3 +63,35 @@ def test_speaker_prior_needs_exactly_one_named_participant() -> None:
     assert _mentioned_speaker("Did Caroline and Melanie meet?", speakers) is None
     assert _mentioned_speaker("Where is the park?", speakers) is None
     assert _mentioned_speaker("What did caroline's dog eat?", speakers) == "Caroline"
+
+
+def _working(content: str, rank: int = 1) -> WorkingHit:
+    when = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
+    item = WorkingItem(content_hash(content), content, 1.0, "a", "tool", None, {}, 1, when, when)
+    return WorkingHit(item, rank, 1.0, ("x",))
+
+
+def test_working_items_come_first_within_their_share() -> None:
+    working = [_working(f"Tool result {i}: the build log says test {i} failed.", i) for i in (1, 2)]
+    hits = [_hit(f"Memory {i} about the build.") for i in range(30)]
+    built = build_context(hits, 200, working, working_share=0.4)
+    lines = built.text.splitlines()
+    assert lines[1] == "- [this session] Tool result 1: the build log says test 1 failed."
+    assert built.working == working and len(built.notes) > 0
+    assert built.tokens <= 200
+    assert sum(estimate_tokens(working_line(w)) for w in built.working) <= 0.4 * 200
+    # A share too small for any item leaves the whole budget to the notes.
+    narrow = build_context(hits, 200, working, working_share=0.05)
+    assert narrow.working == [] and narrow.notes == build_context(hits, 200).notes
+
+
+def test_a_memory_repeating_a_working_item_is_left_out() -> None:
+    promoted = _hit("The  deploy script lives in ops/deploy.sh")
+    other = _hit("Staging runs on Fridays.")
+    built = build_context(
+        [promoted, other], 1000, [_working("the deploy script lives in ops/deploy.sh")]
+    )
+    assert built.notes == [other]
+    assert built.text.count("deploy.sh") == 1
+    # Working items alone make a block.
+    assert build_context([], 1000, [_working("Only this.")]).text.endswith(CLOSE)
