@@ -3,8 +3,8 @@ prompt, then the best memories, within a token budget.
 
 Invariants: the returned block, including its wrapper lines, never exceeds max_tokens by
 the same estimate used to cut it (memory.retrieval.mmr.estimate_tokens); working items
-take at most their share of it; a memory whose content is a working item in the block
-(the item's promoted copy) is not repeated.
+take at most their share of it, the last one shown perhaps as an excerpt; a memory whose
+content is a working item in the block (the item's promoted copy) is not repeated.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ OPEN = "<relevant-memories>"
 CLOSE = "</relevant-memories>"
 # A working item has no date of its own worth showing: it belongs to the current session.
 SESSION_LABEL = "[this session]"
+# An item that does not fit whole is shown as an excerpt only if this many tokens are left.
+MIN_EXCERPT_TOKENS = 32
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,36 @@ def memory_line(hit: SearchHit) -> str:
     return f"- [{day}] {' '.join(note.content.split())}"
 
 
-def working_line(hit: WorkingHit) -> str:
-    return f"- {SESSION_LABEL} {' '.join(hit.item.content.split())}"
+def working_line(hit: WorkingHit, max_tokens: int | None = None) -> str:
+    """The item's line; past `max_tokens`, its longest prefix that fits, ending in "…"
+    (a tool's call and the start of its result say most of what it was)."""
+    line = f"- {SESSION_LABEL} {' '.join(hit.item.content.split())}"
+    if max_tokens is None or estimate_tokens(line) <= max_tokens:
+        return line
+    low, high = 0, len(line)  # the longest prefix whose line fits: a binary search
+    while low < high:
+        middle = (low + high + 1) // 2
+        if estimate_tokens(f"{line[:middle].rstrip()}…") <= max_tokens:
+            low = middle
+        else:
+            high = middle - 1
+    return f"{line[:low].rstrip()}…"
+
+
+def _working_lines(working: Sequence[WorkingHit], share: int) -> list[tuple[WorkingHit, str]]:
+    """The items' lines within `share` tokens, best first: whole while they fit, then the
+    first that does not as an excerpt of what is left, if that is MIN_EXCERPT_TOKENS."""
+    chosen: list[tuple[WorkingHit, str]] = []
+    left = share
+    for hit in working:
+        line = working_line(hit)
+        if estimate_tokens(line) > left:
+            if left < MIN_EXCERPT_TOKENS:
+                break
+            line = working_line(hit, left)
+        chosen.append((hit, line))
+        left -= estimate_tokens(line)
+    return chosen
 
 
 def build_context(
@@ -51,25 +81,23 @@ def build_context(
     working: Sequence[WorkingHit] = (),
     working_share: float = 1.0,
 ) -> ContextBlock:
-    """The working items first (best first, within `working_share` of the budget), then
-    the memories in rank order in what is left; each cut skips what does not fit."""
+    """The working items first (best first, within `working_share` of the budget, the
+    last one cut to an excerpt), then the memories in rank order in what is left,
+    skipping each that does not fit."""
     frame = estimate_tokens(OPEN) + estimate_tokens(CLOSE)
     budget = max_tokens - frame
     if budget <= 0 or not (hits or working):
         return ContextBlock()
-    lines: dict[int, str] = {id(w): working_line(w) for w in working}
-    lines.update({id(h): memory_line(h) for h in hits})
-
-    def cost(entry: SearchHit | WorkingHit) -> int:
-        return estimate_tokens(lines[id(entry)])
-
-    kept_working = cut_to_budget(working, cost=cost, max_tokens=int(budget * working_share))
-    used = sum(cost(w) for w in kept_working)
-    shown = {w.item.hash for w in kept_working}
+    items = _working_lines(working, int(budget * working_share))
+    used = sum(estimate_tokens(line) for _, line in items)
+    shown = {hit.item.hash for hit, _ in items}
     notes = [h for h in hits if not shown or content_hash(h.note.content) not in shown]
-    kept = cut_to_budget(notes, cost=cost, max_tokens=budget - used)
-    if not kept and not kept_working:
+    lines = {id(h): memory_line(h) for h in notes}
+    kept = cut_to_budget(
+        notes, cost=lambda h: estimate_tokens(lines[id(h)]), max_tokens=budget - used
+    )
+    if not kept and not items:
         return ContextBlock()
-    body = [lines[id(e)] for e in (*kept_working, *kept)]
-    tokens = frame + used + sum(cost(h) for h in kept)
-    return ContextBlock("\n".join([OPEN, *body, CLOSE]), kept, kept_working, tokens)
+    body = [line for _, line in items] + [lines[id(h)] for h in kept]
+    tokens = frame + used + sum(estimate_tokens(lines[id(h)]) for h in kept)
+    return ContextBlock("\n".join([OPEN, *body, CLOSE]), kept, [hit for hit, _ in items], tokens)

@@ -95,3 +95,27 @@ def test_a_memory_repeating_a_working_item_is_left_out() -> None:
     assert built.text.count("deploy.sh") == 1
     # Working items alone make a block.
     assert build_context([], 1000, [_working("Only this.")]).text.endswith(CLOSE)
+
+
+def test_a_long_item_is_shown_as_an_excerpt_within_the_share() -> None:
+    long_result = "read_file(app.log) → " + " ".join(f"line{i} ok" for i in range(400))
+    working = [_working(long_result, 1), _working("Second item about the log.", 2)]
+    built = build_context([_hit("A memory about logs.")], 1000, working, working_share=0.4)
+    [line] = [x for x in built.text.splitlines() if x.startswith("- [this session]")]
+    assert line.startswith("- [this session] read_file(app.log) → line0 ok") and line.endswith("…")
+    share = int((1000 - estimate_tokens(OPEN) - estimate_tokens(CLOSE)) * 0.4)
+    assert share - 2 <= estimate_tokens(line) <= share  # the share, filled
+    # The excerpt took what was left of the share: the second item is not shown.
+    assert built.working == working[:1] and built.tokens <= 1000
+    assert len(built.notes) == 1
+
+
+def test_an_excerpt_is_the_longest_prefix_that_fits() -> None:
+    hit = _working("alpha beta gamma delta epsilon zeta eta theta iota kappa " * 5)
+    for limit in (12, 20, 33):
+        line = working_line(hit, limit)
+        assert line.endswith("…") and estimate_tokens(line) <= limit
+        whole = working_line(hit)
+        longer = f"{whole[: len(line) - 1 + 1].rstrip()}…"
+        assert estimate_tokens(longer) > limit or longer == line
+    assert working_line(hit, 10_000) == working_line(hit)
