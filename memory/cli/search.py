@@ -12,6 +12,7 @@ from typing import Any
 import click
 from rich.table import Table
 
+from memory.access.policy import Viewer
 from memory.cli.common import console, require_schema
 from memory.cli.options import (
     agent_option,
@@ -121,23 +122,26 @@ def search(
             sparse=encode_sparse_query(ask, settings),
         )
         rows = [_row(rank, hit) for rank, hit in enumerate(hits, start=1)]
-    working = [
-        w.to_json()
-        for w in recall_working_items(
-            client=get_redis(),
-            tenant_id=viewer.tenant_id,
-            user_id=viewer.user_id,
-            session_id=session_id,
-            query=ask,
-            limit=settings.working.recall_top_k,
-        )
-    ]
+    working = _working_rows(viewer, session_id, ask)
     if as_json:
         click.echo(json.dumps({"query": query, "results": rows, "working": working}, indent=2))
         return
     _print_table(rows)
     if session_id:
         _print_working(session_id, working)
+
+
+def _working_rows(viewer: Viewer, session_id: str | None, query: str) -> list[dict[str, Any]]:
+    """The session's matching working items, as the API lists them."""
+    hits = recall_working_items(
+        client=get_redis(),
+        tenant_id=viewer.tenant_id,
+        user_id=viewer.user_id,
+        session_id=session_id,
+        query=query,
+        limit=get_settings().working.recall_top_k,
+    )
+    return [hit.to_json() for hit in hits]
 
 
 def _print_working(session_id: str, items: list[dict[str, Any]]) -> None:

@@ -26,7 +26,7 @@ from memory.api.schemas import Identifier, Kind, NotBlank, Strict, aware
 from memory.clients.embedder import embed_query
 from memory.clients.redis import get_redis
 from memory.clients.sparse_encoder import encode_sparse_query
-from memory.config import RetrievalSettings, get_settings
+from memory.config import RetrievalSettings, WorkingSettings, get_settings
 from memory.db import scope_session, session_scope
 from memory.notes.service import readable_note_sources
 from memory.retrieval.focus import focus_query
@@ -158,24 +158,31 @@ def search_memories(
         )
         hits, sources = _rls_checked(session, viewer, hits)
         results = [_result(h, sources[h.note.id]) for h in hits]
-    # A prompt the small-talk gate answers empty gets no working items either.
-    gated = (
-        bool(body.session_id)
-        and options is not None
-        and options.skip_filler
-        and not asks_anything(query)
-    )
-    working = recall_working_items(
-        client=get_redis(),
-        tenant_id=viewer.tenant_id,
-        user_id=viewer.user_id,
-        session_id=None if gated else body.session_id,
-        query=query,
-        limit=settings.working.recall_top_k,
-    )
+    working = _session_items(viewer, body.session_id, query, options, settings.working)
     # After the answer is ready: the read-ahead's reads would slow this search's own.
     _note_search(viewer, settings.retrieval)
     return hits, results, working
+
+
+def _session_items(
+    viewer: Viewer,
+    session_id: str | None,
+    query: str,
+    options: SearchOptions | None,
+    working: WorkingSettings,
+) -> list[WorkingHit]:
+    """The session's working items for `query`, read as the viewer's user; none for a
+    prompt the small-talk gate answers empty (`memory.retrieval.gate`)."""
+    if session_id and options is not None and options.skip_filler and not asks_anything(query):
+        return []
+    return recall_working_items(
+        client=get_redis(),
+        tenant_id=viewer.tenant_id,
+        user_id=viewer.user_id,
+        session_id=session_id,
+        query=query,
+        limit=working.recall_top_k,
+    )
 
 
 def _note_search(viewer: Viewer, retrieval: RetrievalSettings) -> None:
