@@ -8,6 +8,7 @@ test database and hands their URL and an agent token to it.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -52,3 +53,7 @@ def test_plugin_in_a_real_openclaw(stack: Stack, tenant_id: str) -> None:
     output = result.stdout[-6000:] + result.stderr[-6000:]
     assert result.returncode == 0, output
     assert "MODE: real" in output or "[real]" in output, output
+    # The working-memory scenario runs only against the real service: it ran, not skipped.
+    # (node's spec reporter: "✔ <name> (<ms>)" for a pass, "﹣ <name> ... # SKIP" if skipped)
+    [ran] = re.findall(r"^✔ \[real\] another tool's result.*$", result.stdout, re.M)
+    assert "SKIP" not in ran, ran

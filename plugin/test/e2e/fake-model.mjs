@@ -3,6 +3,7 @@
 // It records every request and answers deterministically:
 //   - after a tool result for memory_query → a final text built from that result;
 //   - a question "What is my dog called?" → a tool call memory_query {"query": "dog name"};
+//   - "Read <file>." → a tool call of OpenClaw's own `read` tool for that workspace file;
 //   - anything else → a short acknowledgement.
 import http from "node:http";
 
@@ -40,9 +41,19 @@ function decide(body) {
   if (toolMsgs.length) {
     const result = toolMsgs.map((m) => textOf(m.content)).join("\n");
     const match = result.match(/called ([A-Z][a-z]+)/);
+    if (!match && /port \d+/.test(result)) return { text: "I have read the file." };
     return { text: match ? `Your dog is called ${match[1]}.` : "I don't know what your dog is called." };
   }
   const user = lastUserText(messages);
+  // On a line of its own: the recalled block may precede it (and name the dog).
+  const file = user.match(/^Read ([\w.-]+)\.$/m);
+  if (file) {
+    // OpenClaw's own `read` tool: its first required parameter names the file.
+    const read = (Array.isArray(body.tools) ? body.tools : []).find((t) => (t.function?.name ?? t.name) === "read");
+    if (!read) return { text: "I cannot read files." };
+    const key = (read.function?.parameters ?? read.parameters)?.required?.[0] ?? "path";
+    return { toolCall: { name: "read", arguments: JSON.stringify({ [key]: file[1] }) } };
+  }
   if (/what is my dog called\?/i.test(user)) {
     const tools = Array.isArray(body.tools) ? body.tools.map((t) => t.function?.name ?? t.name) : [];
     if (tools.includes("memory_query")) return { toolCall: { name: "memory_query", arguments: JSON.stringify({ query: "dog name" }) } };

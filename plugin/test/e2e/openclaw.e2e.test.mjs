@@ -363,6 +363,28 @@ test(`[${REAL ? "real" : "fake"}] Biscuit: recalled in a new session of the same
   }
 });
 
+test(`[real] another tool's result comes back in the session's next prompt`, { skip: !REAL && "the fake service has no working-memory route" }, async () => {
+  assert.ok(gateway, "gateway running");
+  writeFileSync(join(tmp, "workspace", "billing.txt"), "The billing database listens on port 6543.\n");
+  const session = `user:${U1}:session-w`;
+  const t1 = await turn(session, "Read billing.txt.");
+  assert.equal(t1.requests[0].answer.toolCall?.name, "read", `the model called read: ${JSON.stringify(t1.requests[0].answer)}`);
+  // after_tool_call put the result into the session's working memory in the background:
+  // the next turn's block carries it as a "[this session]" line (a few tries for the put).
+  let line;
+  for (let attempt = 0; attempt < 5 && !line; attempt++) {
+    if (attempt) await sleep(1000);
+    const t = await turn(session, "Which port does the billing database listen on?");
+    const block = lastUserText(t.requests[0].body.messages).match(/<relevant-memories>[\s\S]*?<\/relevant-memories>/)?.[0] ?? "";
+    line = block.split("\n").find((l) => l.startsWith("- [this session] read("));
+  }
+  assert.ok(line, "the read result was injected as a [this session] line");
+  assert.match(line, /port 6543/);
+  // Another user's prompt in a session of the same name never sees it.
+  const other = await turn(`user:${U2}:session-w`, "Which port does the billing database listen on?");
+  assert.doesNotMatch(lastUserText(other.requests[0].body.messages), /6543/);
+});
+
 test(`[fake] a hanging/failing service never blocks or breaks a turn`, { skip: REAL && "needs the fake service" }, async () => {
   assert.ok(gateway, "gateway running");
   const fake = muma.fake;
