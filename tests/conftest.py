@@ -139,6 +139,11 @@ def user_id() -> str:
     return f"u-{uuid.uuid4().hex[:10]}"
 
 
+@pytest.fixture()
+def session_id() -> str:
+    return f"s-{uuid.uuid4().hex[:8]}"
+
+
 def make_token(role: str, tenant: str, user: str | None = None) -> str:
     from memory.access.tokens import create_token
     from memory.db import session_scope

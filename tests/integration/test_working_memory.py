@@ -20,11 +20,6 @@ from tests.support.helpers import bearer, wait_for_episodes
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture()
-def session_id() -> str:
-    return f"s-{uuid.uuid4().hex[:8]}"
-
-
 def _put(
     client: TestClient, token: str, user_id: str, session_id: str, items: list[dict[str, object]]
 ) -> dict[str, object]:

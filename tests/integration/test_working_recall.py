@@ -19,11 +19,6 @@ PORT_ITEM = "read_file(config.yaml) → the billing database listens on port 654
 LUNCH_ITEM = "The team ordered pizza for lunch."
 
 
-@pytest.fixture()
-def session_id() -> str:
-    return f"s-{uuid.uuid4().hex[:8]}"
-
-
 def _put(client: TestClient, token: str, user_id: str, session_id: str, *contents: str) -> None:
     items = [{"content": c, "role": "tool"} for c in contents]
     response = client.put(
