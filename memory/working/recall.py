@@ -16,7 +16,6 @@ Invariants:
 from __future__ import annotations
 
 import logging
-import math
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -24,13 +23,11 @@ from typing import Any
 import redis
 
 from memory.errors import TransientError
+from memory.retrieval.fusion import bm25_scores
 from memory.retrieval.text import analyse
 from memory.working.service import WorkingItem, list_items
 
 log = logging.getLogger(__name__)
-# BM25's usual constants: these are short, independent texts like the notes' own units.
-K1 = 1.2
-B = 0.75
 
 
 @dataclass(frozen=True)
@@ -65,36 +62,31 @@ class WorkingHit:
 
 
 def rank_working_items(items: list[WorkingItem], query: str, *, limit: int) -> list[WorkingHit]:
-    """The `limit` items sharing most with `query` by BM25 (IDF over these items), best
-    first; ties go to the higher activation, then the later update. Items sharing no term
-    with the query are never returned."""
-    query_terms = set(analyse(query))
+    """The `limit` items sharing most with `query` by BM25 (`bm25_scores`, statistics over
+    these items), best first; ties go to the higher activation, then the later update.
+    Items sharing no term with the query are never returned."""
+    query_terms = list(dict.fromkeys(analyse(query)))
     if limit <= 0 or not items or not query_terms:
         return []
-    docs = [Counter(analyse(item.content)) for item in items]
-    average = sum(sum(d.values()) for d in docs) / len(docs) or 1.0
-    frequency = Counter(term for d in docs for term in query_terms if term in d)
-    scored: list[tuple[float, WorkingItem, tuple[str, ...]]] = []
-    for item, doc in zip(items, docs, strict=True):
-        matched = tuple(sorted(t for t in query_terms if t in doc))
-        if not matched:
-            continue
-        norm = K1 * (1 - B + B * sum(doc.values()) / average)
-        score = sum(
-            _idf(frequency[t], len(docs)) * doc[t] * (K1 + 1) / (doc[t] + norm) for t in matched
-        )
-        scored.append((score, item, matched))
+    docs = {index: analyse(item.content) for index, item in enumerate(items)}
+    scores = bm25_scores(
+        query_terms,
+        docs,
+        doc_freq=Counter(term for terms in docs.values() for term in set(terms)),
+        n_docs=len(docs),
+        avg_len=sum(len(terms) for terms in docs.values()) / len(docs),
+    )
+    scored = [
+        (scores[index], item, tuple(sorted(set(query_terms) & set(docs[index]))))
+        for index, item in enumerate(items)
+    ]
+    scored = [entry for entry in scored if entry[2]]
     scored.sort(key=lambda s: (-s[0], -s[1].activation, -s[1].updated_at.timestamp()))
     best = scored[0][0] if scored else 1.0
     return [
         WorkingHit(item, rank, score / best if best > 0 else 1.0, matched)
         for rank, (score, item, matched) in enumerate(scored[:limit], start=1)
     ]
-
-
-def _idf(frequency: int, count: int) -> float:
-    # BM25's IDF kept positive (as Lucene's): a term in every item still counts a little.
-    return math.log(1 + (count - frequency + 0.5) / (frequency + 0.5))
 
 
 def recall_working_items(

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import redis
 
-from memory.working.recall import K1, rank_working_items, recall_working_items
+from memory.working.recall import rank_working_items, recall_working_items
 from memory.working.service import WorkingItem, content_hash
 
 T0 = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
@@ -39,9 +39,9 @@ def test_bm25_by_hand() -> None:
     n, df, average = 3, 2, 5 / 3
     idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
 
-    def bm25(tf: int, length: int) -> float:
-        norm = K1 * (1 - 0.75 + 0.75 * length / average)
-        return idf * tf * (K1 + 1) / (tf + norm)
+    def bm25(tf: int, length: int) -> float:  # k1 1.2, b 0.75
+        norm = 1.2 * (1 - 0.75 + 0.75 * length / average)
+        return idf * tf * 2.2 / (tf + norm)
 
     first, second = bm25(2, 2), bm25(1, 2)
     assert [h.item.content for h in hits] == ["ticket ticket", "ticket review"]
