@@ -115,7 +115,10 @@ def test_an_excerpt_is_the_longest_prefix_that_fits() -> None:
     for limit in (12, 20, 33):
         line = working_line(hit, limit)
         assert line.endswith("…") and estimate_tokens(line) <= limit
-        whole = working_line(hit)
-        longer = f"{whole[: len(line) - 1 + 1].rstrip()}…"
-        assert estimate_tokens(longer) > limit or longer == line
+        # The next longer prefix (past any spaces, which the excerpt strips) does not fit.
+        whole, prefix = working_line(hit), line[:-1]
+        end = len(prefix) + 1
+        while whole[:end].rstrip() == prefix:
+            end += 1
+        assert estimate_tokens(f"{whole[:end].rstrip()}…") > limit
     assert working_line(hit, 10_000) == working_line(hit)
