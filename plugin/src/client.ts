@@ -12,7 +12,7 @@
 import type { ContextResponse, EpisodeIn, Identity, MemoryHit, SearchResponse, WorkingItem } from "./client/api.js";
 import { MumaHttp, type RequestOptions } from "./client/http.js";
 
-export type { ContextResponse, EpisodeIn, Identity, MemoryHit, Role, SearchResponse, WorkingItem } from "./client/api.js";
+export type { ContextResponse, EpisodeIn, Identity, MemoryHit, Role, SearchResponse, WorkingHit, WorkingItem } from "./client/api.js";
 export { safely, withDeadline } from "./client/guard.js";
 export { MumaError, type MumaErrorKind, type RequestOptions, describeError } from "./client/http.js";
 

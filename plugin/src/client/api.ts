@@ -27,8 +27,18 @@ export interface MemoryHit {
   [key: string]: unknown;
 }
 
+/** An item of the session's working memory that matched the query (not a note: no id). */
+export interface WorkingHit {
+  hash?: string;
+  content: string;
+  score?: number;
+  [key: string]: unknown;
+}
+
 export interface SearchResponse {
   results: MemoryHit[];
+  /** The session's matching working-memory items, when the search named a session. */
+  working?: WorkingHit[];
   took_ms?: number;
 }
 

@@ -1,6 +1,6 @@
 /** Tools that store and recall memories: memory_write, memory_query, memory_get_context. */
 import { optBool, optEnum, optInt, optString, optStringList, reqString } from "./params.js";
-import { KINDS, MAX_QUERY_CHARS, MAX_WRITE_CHARS, TTLS, type ToolSpec, VISIBILITIES, callOpts, formatHits, schema, snippet, text } from "./spec.js";
+import { KINDS, MAX_QUERY_CHARS, MAX_WRITE_CHARS, TTLS, type ToolSpec, VISIBILITIES, callOpts, formatHits, formatWorking, schema, snippet, text } from "./spec.js";
 
 export const memoryWrite: ToolSpec = {
   name: "memory_write",
@@ -47,7 +47,7 @@ export const memoryQuery: ToolSpec = {
   name: "memory_query",
   label: "Recall",
   description:
-    "Search the user's long-term memory (facts, preferences, past conversations) and return the most relevant memories with their ids.",
+    "Search the user's long-term memory (facts, preferences, past conversations) and return the most relevant memories with their ids; matching items of this session's working memory (e.g. earlier tool results) are listed after them.",
   parameters: schema(
     {
       query: { type: "string", description: "What to look for, in natural language" },
@@ -68,8 +68,13 @@ export const memoryQuery: ToolSpec = {
     if (domains) body.domains = domains;
     const res = await rt.client.search(id, body, callOpts(rt, signal));
     const hits = (Array.isArray(res.results) ? res.results : []).slice(0, topK);
-    if (hits.length === 0) return text(`No memories found for "${snippet(query, 100)}".`, { ...res, results: hits });
-    return text(`Found ${hits.length} ${hits.length === 1 ? "memory" : "memories"}:\n${formatHits(hits)}`, { ...res, results: hits });
+    const working = Array.isArray(res.working) ? res.working : [];
+    const details = { ...res, results: hits, working };
+    const found = hits.length
+      ? `Found ${hits.length} ${hits.length === 1 ? "memory" : "memories"}:\n${formatHits(hits)}`
+      : `No ${working.length ? "long-term " : ""}memories found for "${snippet(query, 100)}".`;
+    if (working.length === 0) return text(found, details);
+    return text(`${found}\nFrom this session (not yet in long-term memory):\n${formatWorking(working)}`, details);
   },
 };
 

@@ -2,7 +2,7 @@
  * What the tool groups share: the tool names, the value sets of their parameters, the
  * spec shape each tool is written as, and the helpers that format a tool's answer.
  */
-import type { MemoryHit } from "../client.js";
+import type { MemoryHit, WorkingHit } from "../client.js";
 import type { ResolvedIdentity } from "../identity.js";
 import type { Runtime } from "../runtime.js";
 import type { ToolResult } from "../types.js";
@@ -60,6 +60,11 @@ export function snippet(text: unknown, max = MAX_SNIPPET_CHARS): string {
 
 export function text(message: string, details: unknown): ToolResult {
   return { content: [{ type: "text", text: message }], details };
+}
+
+/** Working items have no id (they are not notes yet), so they are listed without one. */
+export function formatWorking(items: WorkingHit[]): string {
+  return items.map((item) => `- ${snippet(item.content)}`).join("\n");
 }
 
 export function formatHits(hits: MemoryHit[]): string {

@@ -4,6 +4,7 @@
 //   - after a tool result for memory_query → a final text built from that result;
 //   - a question "What is my dog called?" → a tool call memory_query {"query": "dog name"};
 //   - "Read <file>." → a tool call of OpenClaw's own `read` tool for that workspace file;
+//   - "Search memory for <query>." → a tool call memory_query {"query": <query>};
 //   - anything else → a short acknowledgement.
 import http from "node:http";
 
@@ -54,6 +55,9 @@ function decide(body) {
     const key = (read.function?.parameters ?? read.parameters)?.required?.[0] ?? "path";
     return { toolCall: { name: "read", arguments: JSON.stringify({ [key]: file[1] }) } };
   }
+  // Not anchored at the line start: OpenClaw may put a timestamp before the message.
+  const search = user.match(/Search memory for (.+)\.$/m);
+  if (search) return { toolCall: { name: "memory_query", arguments: JSON.stringify({ query: search[1] }) } };
   if (/what is my dog called\?/i.test(user)) {
     const tools = Array.isArray(body.tools) ? body.tools.map((t) => t.function?.name ?? t.name) : [];
     if (tools.includes("memory_query")) return { toolCall: { name: "memory_query", arguments: JSON.stringify({ query: "dog name" }) } };

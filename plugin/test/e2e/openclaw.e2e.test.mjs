@@ -144,6 +144,11 @@ async function turn(sessionKey, message) {
   return { reply, requests: model.requests.slice(firstRequest), ms };
 }
 
+/** What the tools returned to the model during a turn. */
+function toolTextOf(t) {
+  return t.requests.flatMap((r) => r.body.messages).filter((m) => m.role === "tool").map((m) => textOf(m.content)).join("\n");
+}
+
 before(async () => {
   const t0 = Date.now();
   log(`MODE: ${MODE}`);
@@ -333,9 +338,8 @@ test(`[${REAL ? "real" : "fake"}] Biscuit: recalled in a new session of the same
   );
   // (b) the model's memory_query tool call returned Biscuit
   assert.deepEqual(t2.requests[0].answer.toolCall?.name, "memory_query");
-  const withTool = t2.requests.find((r) => r.body.messages.some((m) => m.role === "tool"));
-  assert.ok(withTool, "the model received the tool result");
-  const toolText = withTool.body.messages.filter((m) => m.role === "tool").map((m) => textOf(m.content)).join("\n");
+  const toolText = toolTextOf(t2);
+  assert.ok(toolText, "the model received the tool result");
   assert.match(toolText, /Biscuit/);
   assert.match(toolText, /\[[^\]]+\]/, "results carry memory ids");
 
@@ -363,7 +367,7 @@ test(`[${REAL ? "real" : "fake"}] Biscuit: recalled in a new session of the same
   }
 });
 
-test(`[real] another tool's result comes back in the session's next prompt`, { skip: !REAL && "the fake service has no working-memory route" }, async () => {
+test(`[real] another tool's result comes back in the session's next prompt and in its memory_query`, { skip: !REAL && "the fake service has no working-memory route" }, async () => {
   assert.ok(gateway, "gateway running");
   writeFileSync(join(tmp, "workspace", "billing.txt"), "The billing database listens on port 6543.\n");
   const session = `user:${U1}:session-w`;
@@ -380,9 +384,16 @@ test(`[real] another tool's result comes back in the session's next prompt`, { s
   }
   assert.ok(line, "the read result was injected as a [this session] line");
   assert.match(line, /port 6543/);
+  // The agent's own search lists it too, after the long-term memories.
+  const searched = await turn(session, "Search memory for billing database port.");
+  assert.equal(searched.requests[0].answer.toolCall?.name, "memory_query");
+  assert.match(toolTextOf(searched), /From this session \(not yet in long-term memory\):\n(- .*\n)*- read\(.*port 6543/);
   // Another user's prompt in a session of the same name never sees it.
   const other = await turn(`user:${U2}:session-w`, "Which port does the billing database listen on?");
   assert.doesNotMatch(lastUserText(other.requests[0].body.messages), /6543/);
+  const otherSearch = await turn(`user:${U2}:session-w`, "Search memory for billing database port.");
+  assert.equal(otherSearch.requests[0].answer.toolCall?.name, "memory_query");
+  assert.doesNotMatch(toolTextOf(otherSearch), /6543/);
 });
 
 test(`[fake] a hanging/failing service never blocks or breaks a turn`, { skip: REAL && "needs the fake service" }, async () => {
@@ -398,7 +409,7 @@ test(`[fake] a hanging/failing service never blocks or breaks a turn`, { skip: R
     assert.ok(elapsed < 10_000, `turn took ${elapsed} ms`);
     const first = lastUserText(t.requests[0].body.messages);
     assert.doesNotMatch(first, /relevant-memories/, "no injection when recall times out");
-    const toolMsg = t.requests.flatMap((r) => r.body.messages).filter((m) => m.role === "tool").map((m) => textOf(m.content)).join("\n");
+    const toolMsg = toolTextOf(t);
     assert.match(toolMsg, /memory_query: .*HTTP 503/, "the tool error reaches the model as text");
     assert.match(t.reply, /don't know/);
     assert.match(gateway.output, /\[muma\] auto-recall skipped: POST \/v1\/context timed out after \d+ ms/);

@@ -84,6 +84,15 @@ export async function startFakeMuma(options = {}) {
     }));
   };
 
+  // Like the service: only the named session's items of this user, only those sharing a word.
+  const searchWorking = (key, query) => {
+    const q = words(query);
+    return (state.working.get(key) ?? [])
+      .filter((item) => [...words(item.content)].some((w) => q.has(w)))
+      .slice(0, 5)
+      .map((item, i) => ({ hash: `h${i}`, content: item.content, score: 1, explanation: { routes: { working: i + 1 } } }));
+  };
+
   const addNote = (tenant, fields) => {
     const note = {
       id: randomUUID(),
@@ -178,7 +187,8 @@ export async function startFakeMuma(options = {}) {
         if (!needUser(body?.user_id)) return;
         const started = Date.now();
         const results = search(tenant, body.user_id, body.query ?? "", body.top_k ?? 8);
-        return send(res, 200, { results, took_ms: Date.now() - started });
+        const working = body.session_id ? searchWorking(`${tenant}|${body.user_id}|${body.session_id}`, body.query ?? "") : [];
+        return send(res, 200, { results, working, took_ms: Date.now() - started });
       }
       if (method === "POST" && path === "/v1/context") {
         if (!needUser(body?.user_id)) return;

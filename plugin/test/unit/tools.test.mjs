@@ -84,6 +84,20 @@ test("memory_query → POST /v1/search, capped by maxTopK, text + details", asyn
   assert.match(textOf(none), /No memories found/);
 });
 
+test("memory_query lists the session's matching working items after the notes, and only its own session's", async () => {
+  const t = tools();
+  await t.memory_write.execute("c", { content: "The staging database listens on port 5433" });
+  fake.state.working.set("acme|alice|sid-1", [{ content: "read(config.yaml) → database port 6543" }]);
+  fake.state.working.set("acme|alice|sid-other", [{ content: "another session's database port 7777" }]);
+  const res = await t.memory_query.execute("c", { query: "database port" });
+  assert.equal(fake.requestsTo("/v1/search")[0].body.session_id, "sid-1");
+  assert.match(textOf(res), /^Found 1 memory:\n1\. \[[^\]]+\] The staging database listens on port 5433 \([^)]*\)\nFrom this session \(not yet in long-term memory\):\n- read\(config\.yaml\) → database port 6543$/);
+  assert.doesNotMatch(textOf(res), /7777/);
+  assert.equal(res.details.working.length, 1);
+  const onlyWorking = await t.memory_query.execute("c", { query: "config.yaml" });
+  assert.match(textOf(onlyWorking), /^No long-term memories found for "config\.yaml"\.\nFrom this session .*\n- read\(config\.yaml\)/);
+});
+
 test("memory_query never returns another user's memories (service scoping by user_id)", async () => {
   await tools().memory_write.execute("c", { content: "Alice's secret: the code is 1234" });
   const bob = tools({}, { agentId: "main", sessionKey: "agent:main:user:bob", sessionId: "sid-b" });
