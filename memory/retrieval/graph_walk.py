@@ -25,6 +25,7 @@ graphs are walked, each whole or not at all, their sizes adding up to at most
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import NamedTuple
 
 from sqlalchemy import TextClause, text
@@ -44,6 +45,9 @@ WALK_MAX_TUPLES = 100_000_000
 # walks with or without it held back the next users' files and rows, and a cold start's
 # 100k search p95 went from 56.7 to 78.2 (unrested) and 87.6 ms (rested); on a thread of
 # their own (`memory.retrieval.warm`), rested, 57.8 (benchmarks/README.md, session 20).
+# Half a core was still too much on a slower 2-core machine, where a search takes 1.2
+# cores: the warmer now also waits for a moment without searches before each chunk
+# (`memory.retrieval.foreground`; session 30).
 WALK_CHUNK = 1000
 WALK_REST = 1.0
 
@@ -118,11 +122,18 @@ def list_slice_graphs(*, session: Session, tenant_id: str, user_id: str) -> list
 
 
 def walk_slice_graphs(
-    *, session: Session, tenant_id: str, user_id: str, max_bytes: int
+    *,
+    session: Session,
+    tenant_id: str,
+    user_id: str,
+    max_bytes: int,
+    wait_quiet: Callable[[], object] | None = None,
+    chunk: int = WALK_CHUNK,
 ) -> GraphsWalked:
     """One full scan of each of the user's slices' graphs, in `list_slice_graphs`' order,
     those that fit in what remains of `max_bytes`, so their pages are in PostgreSQL's
-    buffers."""
+    buffers; `wait_quiet` is called before each `chunk` of a scan is fetched (the
+    warmer's wait for a moment without searches, `memory.retrieval.foreground`)."""
     chosen, total = [], 0
     for graph in list_slice_graphs(session=session, tenant_id=tenant_id, user_id=user_id):
         if total + graph.size <= max_bytes:
@@ -137,20 +148,38 @@ def walk_slice_graphs(
     entries = 0
     for graph in chosen:
         params = {**who, "vector": vector, "value": graph.value}
-        entries += _walk_resting(session, walk_statement(graph.column), params)
+        statement = walk_statement(graph.column)
+        entries += _walk_resting(session, statement, params, wait_quiet or _go_on, chunk)
     return GraphsWalked(len(chosen), entries, total)
 
 
-def _walk_resting(session: Session, walk: TextClause, params: dict[str, object]) -> int:
-    """The walk's entries, fetched WALK_CHUNK at a time, resting after each chunk."""
+def _go_on() -> None:
+    """No one to wait for."""
+
+
+def _walk_resting(
+    session: Session,
+    walk: TextClause,
+    params: dict[str, object],
+    wait_quiet: Callable[[], object],
+    chunk: int,
+) -> int:
+    """The walk's entries, fetched `chunk` at a time, each fetch after `wait_quiet` and
+    followed by a rest as long as it took."""
     entries = 0
-    streamed = session.execute(walk, params, execution_options={"yield_per": WALK_CHUNK})
-    started = time.perf_counter()
-    for chunk in streamed.partitions():
-        entries += len(chunk)
-        time.sleep((time.perf_counter() - started) * WALK_REST)
+    wait_quiet()
+    streamed = session.execute(walk, params, execution_options={"yield_per": chunk})
+    # The size, not only yield_per: without it partitions() fetched the whole scan at
+    # once (a text statement's result), so the walk never rested between chunks.
+    fetches = streamed.partitions(chunk)
+    while True:
+        wait_quiet()
         started = time.perf_counter()
-    return entries
+        rows = next(fetches, None)
+        if rows is None:
+            return entries
+        entries += len(rows)
+        time.sleep((time.perf_counter() - started) * WALK_REST)
 
 
 def walk_statement(column: str) -> TextClause:

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session
 
+from memory.retrieval.foreground import ReadsInFlight
 from memory.retrieval.graph_walk import walk_slice_graphs
 from memory.retrieval.readahead import (
     RowsRead,
@@ -48,6 +49,11 @@ from memory.retrieval.recent_users import RecentUsers
 
 log = logging.getLogger(__name__)
 
+# A graph walk fetches its next chunk once no search has run for WALK_QUIET_SECONDS, or
+# after WALK_MAX_WAIT_SECONDS of steady traffic: searches find both cores free, and
+# under load a walk still ends (one chunk per wait) instead of holding its transaction.
+WALK_QUIET_SECONDS = 0.1
+WALK_MAX_WAIT_SECONDS = 2.0
 # Opens a short read-only transaction for the look-ups (the API passes `session_scope`).
 OpenSession = Callable[[], AbstractContextManager[Session]]
 
@@ -69,10 +75,12 @@ class UserWarmer:
         read_rows: bool = True,
         walk_graphs: bool = True,
         recent: RecentUsers | None = None,
+        reads: ReadsInFlight | None = None,
     ) -> None:
         self._read_rows = read_rows  # False: files only (a benchmark's comparison)
         self._walk_graphs = walk_graphs  # False: no slice graphs walked (idem)
         self._recent = recent
+        self._reads = reads  # the process's searches, which the graph walks give way to
         self._open_session = open_session
         self._max_users = max_users
         self._max_pending = max_pending
@@ -218,7 +226,11 @@ class UserWarmer:
         try:
             with self._open_session() as session:
                 walked = walk_slice_graphs(
-                    session=session, tenant_id=tenant_id, user_id=user_id, max_bytes=max_bytes
+                    session=session,
+                    tenant_id=tenant_id,
+                    user_id=user_id,
+                    max_bytes=max_bytes,
+                    wait_quiet=self._wait_quiet,
                 )
             with self._lock:
                 self.graphs_walked += walked.graphs
@@ -234,6 +246,10 @@ class UserWarmer:
             log.warning("graph walk of %s/%s failed", tenant_id, user_id, exc_info=True)
         finally:
             self._done()
+
+    def _wait_quiet(self) -> None:
+        if self._reads is not None:
+            self._reads.wait_quiet(quiet=WALK_QUIET_SECONDS, max_wait=WALK_MAX_WAIT_SECONDS)
 
     def _read_files(
         self, tenant_id: str, user_id: str, shared: bool, max_bytes: int

@@ -19,6 +19,7 @@ from memory.notes.graphs import (
     kind_graph_name,
     plan_user_graphs,
 )
+from memory.retrieval.foreground import ReadsInFlight
 from memory.retrieval.graph_walk import (
     GraphsWalked,
     list_slice_graphs,
@@ -129,3 +130,34 @@ def test_the_warmer_walks_the_slices_after_the_rows(store: Session, walk_graphs:
         assert warm.note_search("t", user, idle_seconds=600, max_bytes=1 << 30)
         assert warm.wait_idle() and warm.read_aheads == 1 and warm.rows_read == 13
         assert warm.graphs_walked == (2 if walk_graphs else 0)
+
+
+def test_a_walk_fetches_each_chunk_after_waiting_for_quiet(store: Session) -> None:  # noqa: F811
+    user, _, _ = _sliced(store)
+    total = sum(g.size for g in list_slice_graphs(session=store, tenant_id="t", user_id=user))
+    fetched: list[int] = []
+    with _transactions(store) as begin, begin() as session:
+        walked = walk_slice_graphs(
+            session=session,
+            tenant_id="t",
+            user_id=user,
+            max_bytes=total,
+            wait_quiet=lambda: fetched.append(len(fetched)),
+            chunk=2,
+        )
+    assert walked == GraphsWalked(2, 6, total)
+    # Each graph: before the scan, before its two chunks (2 + 1 entries) and its end.
+    assert len(fetched) == 2 * 4
+
+
+def test_the_warmers_walk_gives_way_to_a_search_in_progress(store: Session) -> None:  # noqa: F811
+    user, _, _ = _sliced(store)
+    reads = ReadsInFlight()
+    with _transactions(store) as begin:
+        warm = UserWarmer(begin, reads=reads)
+        with reads.reading():
+            assert warm.note_search("t", user, idle_seconds=600, max_bytes=1 << 30)
+            # The files and rows are read; the walk waits while the search runs.
+            assert not warm.wait_idle(timeout=1.0)
+            assert warm.read_aheads == 1 and warm.graphs_walked == 0
+        assert warm.wait_idle() and warm.graphs_walked == 2

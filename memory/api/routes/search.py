@@ -30,6 +30,7 @@ from memory.config import RetrievalSettings, WorkingSettings, get_settings
 from memory.db import scope_session, session_scope
 from memory.notes.service import readable_note_sources
 from memory.retrieval.focus import focus_query
+from memory.retrieval.foreground import ReadsInFlight
 from memory.retrieval.gate import asks_anything
 from memory.retrieval.recent_users import RecentUsers
 from memory.retrieval.routes import SearchFilters
@@ -48,7 +49,9 @@ _EMBED_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="embed")
 # Reads a user's search files ahead after their first search (`memory.retrieval.warm`),
 # and at start-up those of the users read ahead most recently before.
 RECENT_USERS = RecentUsers(get_redis)
-WARMER = UserWarmer(session_scope, recent=RECENT_USERS)
+# The searches in progress: the read-ahead's graph walks wait for a quiet moment.
+READS = ReadsInFlight()
+WARMER = UserWarmer(session_scope, recent=RECENT_USERS, reads=READS)
 
 
 class SearchIn(Strict):
@@ -120,6 +123,18 @@ def search_memories(
     """The memories for `query`, as hits and as results, and the working items of the
     body's session that match it (`memory.working.recall`), read once the identity and the
     hits have been checked."""
+    with READS.reading():
+        return _search_memories(principal, body, query, top_k, timeout_ms, options)
+
+
+def _search_memories(
+    principal: Principal,
+    body: SearchIn | ContextIn,
+    query: str,
+    top_k: int,
+    timeout_ms: int | None,
+    options: SearchOptions | None,
+) -> tuple[list[SearchHit], list[dict[str, Any]], list[WorkingHit]]:
     settings = get_settings()
     query = focus_query(query, settings.retrieval.query_focus_chars)
     filters = SearchFilters()
