@@ -1,15 +1,15 @@
 """The reads this process is answering, so that background warming waits for a quiet moment.
 
-Why: on 2 cores a 100k-note user's `/v1/context` keeps about 1.2 cores busy for its
-~37 ms (the API 15-20 ms of CPU, PostgreSQL 18-25 ms). The read-ahead's slice-graph
-walks (`memory.retrieval.graph_walk`), resting half the time, took another half core:
-while the walks of an API's first users ran, the 100k context's p95 was 50-62 ms against
-38 ms once they had finished (benchmarks/README.md, session 30).
+Why: on 2 cores a 100k-note user's search keeps about 1.2 cores busy (per request of
+~35 ms, the API spent 14-21 ms of CPU and PostgreSQL 17-25 ms; benchmarks/README.md,
+session 30), so whatever runs beside it takes from it. The read-ahead's slice-graph
+walks (`memory.retrieval.graph_walk`) ran beside an API's first searches; waiting for a
+quiet moment moved about 3.5 s of PostgreSQL's CPU out of an API's first minute of
+back-to-back requests (`benchmarks/latency_start.py`, session 30).
 
 Invariants: a read's bookkeeping is two short critical sections, nothing else on the
 request path; `wait_quiet` returns within `max_wait` seconds whatever the traffic, so a
-warmer under steady load still moves on (one step per `max_wait`) and never holds its
-transaction open for long on a read's account.
+warmer under steady load still moves on, one step per `max_wait`.
 """
 
 from __future__ import annotations

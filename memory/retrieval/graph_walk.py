@@ -45,9 +45,9 @@ WALK_MAX_TUPLES = 100_000_000
 # walks with or without it held back the next users' files and rows, and a cold start's
 # 100k search p95 went from 56.7 to 78.2 (unrested) and 87.6 ms (rested); on a thread of
 # their own (`memory.retrieval.warm`), rested, 57.8 (benchmarks/README.md, session 20).
-# Half a core was still too much on a slower 2-core machine, where a search takes 1.2
-# cores: the warmer now also waits for a moment without searches before each chunk
-# (`memory.retrieval.foreground`; session 30).
+# Until session 30 the chunks were not chunks (see `_walk_resting`): each scan was
+# fetched whole, then rested. The warmer now also waits for a moment without searches
+# before each chunk (`memory.retrieval.foreground`).
 WALK_CHUNK = 1000
 WALK_REST = 1.0
 
