@@ -127,7 +127,7 @@ def walk_slice_graphs(
     tenant_id: str,
     user_id: str,
     max_bytes: int,
-    wait_quiet: Callable[[], object] | None = None,
+    wait_quiet: Callable[[], object] = lambda: None,
     chunk: int = WALK_CHUNK,
 ) -> GraphsWalked:
     """One full scan of each of the user's slices' graphs, in `list_slice_graphs`' order,
@@ -149,12 +149,8 @@ def walk_slice_graphs(
     for graph in chosen:
         params = {**who, "vector": vector, "value": graph.value}
         statement = walk_statement(graph.column)
-        entries += _walk_resting(session, statement, params, wait_quiet or _go_on, chunk)
+        entries += _walk_resting(session, statement, params, wait_quiet, chunk)
     return GraphsWalked(len(chosen), entries, total)
-
-
-def _go_on() -> None:
-    """No one to wait for."""
 
 
 def _walk_resting(
@@ -167,7 +163,6 @@ def _walk_resting(
     """The walk's entries, fetched `chunk` at a time, each fetch after `wait_quiet` and
     followed by a rest as long as it took."""
     entries = 0
-    wait_quiet()
     streamed = session.execute(walk, params, execution_options={"yield_per": chunk})
     # The size, not only yield_per: without it partitions() fetched the whole scan at
     # once (a text statement's result), so the walk never rested between chunks.

@@ -18,7 +18,8 @@ recently before (`memory.retrieval.recent_users`), newest first, until a total b
 is spent, each then counting as searched; files are read only where they are the server's
 own (`memory.retrieval.readahead.local_data_directory`), rows wherever the server is;
 at most `max_bytes` of files per user, the dense route's graph first, then rows, then
-slice graphs walked (on a thread of their own), in what remains. It only reads: it
+slice graphs walked (on a thread of their own, each chunk after a moment without
+searches: `memory.retrieval.foreground`), in what remains. It only reads: it
 changes no data, and any failure only skips it.
 """
 

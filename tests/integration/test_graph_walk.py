@@ -146,8 +146,8 @@ def test_a_walk_fetches_each_chunk_after_waiting_for_quiet(store: Session) -> No
             chunk=2,
         )
     assert walked == GraphsWalked(2, 6, total)
-    # Each graph: before the scan, before its two chunks (2 + 1 entries) and its end.
-    assert len(fetched) == 2 * 4
+    # Each graph: before its two chunks (2 + 1 entries) and before finding its end.
+    assert len(fetched) == 2 * 3
 
 
 def test_the_warmers_walk_gives_way_to_a_search_in_progress(store: Session) -> None:  # noqa: F811
