@@ -35,8 +35,8 @@ def test_the_wait_ends_a_quiet_moment_after_the_last_read() -> None:
     thread = threading.Thread(target=read)
     thread.start()
     entered.wait(5)
+    started = time.monotonic()  # before the timer: the read ends 0.2 s after this at least
     threading.Timer(0.2, release.set).start()
-    started = time.monotonic()
     assert reads.wait_quiet(quiet=0.1, max_wait=10.0)
     # The read ended after ~0.2 s, then 0.1 s without one.
     assert time.monotonic() - started >= 0.3
