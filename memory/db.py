@@ -192,8 +192,8 @@ class CompiledStatement:
     to `rows()`; any other bind is a constant of the statement's shape, kept from the
     compiled statement. So build each one in a cached function of shape arguments only
     (flags, counts, constants), never of a call's values. No expanding IN (use
-    `= ANY(array)`), and vector values are passed as text (`memory.notes.vectors.
-    vector_text`) or as `VectorParam`, since SQLAlchemy's bind processors do not run.
+    `= ANY(array)`), and vector values are passed as `VectorParam` (binary) or as text
+    (`memory.notes.vectors.vector_text`), since SQLAlchemy's bind processors do not run.
     Rows are named tuples of the statement's column labels (or RETURNING's).
     """
 

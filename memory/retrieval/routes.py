@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from contextlib import nullcontext
 from functools import cache
-from typing import Any
+from typing import Any, TypeAlias
 
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
@@ -22,7 +22,6 @@ from sqlalchemy import (
     String,
     bindparam,
     case,
-    cast,
     literal_column,
     or_,
     select,
@@ -35,6 +34,7 @@ from memory.access.policy import Viewer
 from memory.db import CompiledStatement, graph_scan_cap
 from memory.links.models import Link
 from memory.notes.models import EMBEDDING_DIMENSION, Note, NoteVector, NoteWindowVector
+from memory.notes.vectors import VectorParam
 from memory.retrieval.scope import (
     KIND_PARAMS,
     ReadScope,
@@ -49,6 +49,10 @@ from memory.types import id_in_param
 
 __all__ = ["ReadScope", "SearchFilters"]
 
+# The query vector as the statements take it: pgvector's binary form (`VectorParam`, what
+# the read path sends) or its text form (`vector_text`); the parameter has no type, so
+# PostgreSQL reads either through the statement's cast to vector.
+QueryVectorParam: TypeAlias = VectorParam | str
 # The dense route's first look: this many times its limit of the partition's nearest
 # vectors (the access rules drop ~15 % of a typical agent's candidates).
 DENSE_POOL_FACTOR = 2
@@ -61,12 +65,12 @@ SPREADING_LINK_KINDS = ("related", "consolidates", "derived_from")
 def dense_route(
     session: Session,
     scope: ReadScope,
-    vector: str,
+    vector: QueryVectorParam,
     *,
     limit: int,
     scan_tuples: int | None = None,
 ) -> dict[uuid.UUID, float]:
-    """Nearest notes by cosine to `vector` (`vector_text`), searched in `note_vectors`
+    """Nearest notes by cosine to `vector` (`QueryVectorParam`), searched in `note_vectors`
     (the searchable notes' vectors).
 
     The viewer's tenant and user as parameters on note_vectors prune the search to their
@@ -110,9 +114,10 @@ def _vector_scope(shape: ScopeShape) -> list[ColumnElement[bool]]:
 
 
 def _query_distance(column: Any) -> ColumnElement[float]:
-    """Cosine distance to the query vector, sent as text (`vector_text`) and cast."""
-    query = cast(bindparam("query_vector", type_=String), Vector(EMBEDDING_DIMENSION))
-    return column.cosine_distance(query)
+    """Cosine distance to the query vector (`QueryVectorParam`), cast to a vector."""
+    # Typed as the vector itself, not as a string: the psycopg dialect casts a string
+    # parameter to VARCHAR, which a binary value is not.
+    return column.cosine_distance(bindparam("query_vector", type_=Vector(EMBEDDING_DIMENSION)))
 
 
 @shape_cached
@@ -196,9 +201,9 @@ def _dense_statement(shape: ScopeShape, limit: int) -> CompiledStatement:
 
 
 def window_similarity(
-    session: Session, viewer: Viewer, note_ids: list[uuid.UUID], vector: str
+    session: Session, viewer: Viewer, note_ids: list[uuid.UUID], vector: QueryVectorParam
 ) -> dict[uuid.UUID, float]:
-    """Cosine of the query (`vector_text`) with the window vectors of `note_ids`, which
+    """Cosine of the query (`QueryVectorParam`) with the window vectors of `note_ids`, which
     must come from routes that applied the access rules; read from the viewer's partition
     of `note_window_vectors` (inline rows, by primary key), so a note of another user is
     never scored."""

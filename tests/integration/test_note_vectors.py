@@ -23,8 +23,10 @@ from memory.access.policy import Viewer
 from memory.db import scoped_session_for, session_scope
 from memory.notes.models import Note
 from memory.notes.similar import similar_notes
-from memory.notes.vectors import vector_text
+from memory.config import get_settings
+from memory.notes.vectors import VectorParam, vector_text
 from memory.retrieval import routes as r
+from memory.retrieval.service import search_notes
 from memory.types import utcnow
 from tests.support.helpers import new_note
 
@@ -214,6 +216,54 @@ def test_dense_route_reads_one_partition_and_ranks_exactly(
     assert all(abs(found[notes[i].id] - float(vectors[i] @ query)) < 1e-5 for i in exact)
     scanned = set(re.findall(r" on (note_vectors_p\d+)", plan))
     assert scanned == {_partition_of(tenant_id, user_id)}, re.sub(r"'\[.*?\]'", "v", plan)
+
+
+def test_dense_route_reads_the_query_vector_in_binary_as_in_text(
+    database_url: str, tenant_id: str, user_id: str
+) -> None:
+    """The read path binds the query in binary (`VectorParam`); a caller may still pass the
+    text form: both are the same float32 values, so the same notes at the same scores."""
+    _, notes = _seed_two_users(tenant_id, user_id, f"u-{uuid.uuid4().hex[:10]}", 60)
+    scope = r.ReadScope(Viewer(tenant_id, user_id, "main"))
+    query = np.asarray(_vector(np.random.default_rng(5)), dtype=np.float32)
+    with session_scope() as session:
+        binary = r.dense_route(session, scope, VectorParam(query), limit=15)
+        textual = r.dense_route(session, scope, vector_text(query), limit=15)
+        ids = list(binary)
+        windows = r.window_similarity(session, scope.viewer, ids, VectorParam(query))
+    assert len(binary) == 15 and set(binary) <= {n.id for n in notes}
+    assert binary == textual
+    assert windows == {}  # these notes have no window vectors; the statement still runs
+
+
+def test_search_sends_its_query_vector_in_binary(
+    database_url: str, tenant_id: str, user_id: str
+) -> None:
+    """Every statement of a search that takes the query vector gets pgvector's binary form,
+    not the text form (0.2 ms of Python per formatting, benchmarks/README.md)."""
+    _seed_two_users(tenant_id, user_id, f"u-{uuid.uuid4().hex[:10]}", 30)
+    sent: list[Any] = []
+
+    def capture(conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
+        if isinstance(params, dict) and "query_vector" in params:
+            sent.append(params["query_vector"])
+
+    with session_scope() as session:
+        engine = session.get_bind()
+        event.listen(engine, "before_cursor_execute", capture)
+        try:
+            search_notes(
+                session=session,
+                viewer=Viewer(tenant_id, user_id, "main"),
+                query="note",
+                vector=np.asarray(_vector(np.random.default_rng(6))),
+                top_k=5,
+                settings=get_settings(),
+            )
+        finally:
+            event.remove(engine, "before_cursor_execute", capture)
+    # The dense route and the window cosines (its candidates', and the lexical ones').
+    assert len(sent) >= 2 and all(isinstance(value, VectorParam) for value in sent)
 
 
 def test_similar_notes_stay_within_the_user(
