@@ -30,6 +30,7 @@ __all__ = [
     "machine_info",
     "percentile",
     "print_table",
+    "shared_memory_mb",
     "summarise",
     "write_results",
 ]
@@ -58,6 +59,23 @@ def summarise(values: Sequence[float]) -> dict[str, float]:
         "p99": percentile(values, 99),
         "max": max(values) if n else math.nan,
     }
+
+
+def shared_memory_mb(meminfo: Path = Path("/proc/meminfo")) -> float | None:
+    """The machine's shared memory in use (Linux's `Shmem`), in MB; None where unreadable.
+
+    PostgreSQL's buffer pool is shared memory the kernel allocates and zeroes a page at a
+    time when first touched, so a measurement during which this grows ran while the pool
+    was still filling, each new page costing a page fault (benchmarks/README.md,
+    session 31)."""
+    try:
+        for line in meminfo.read_text().splitlines():
+            name, _, value = line.partition(":")
+            if name == "Shmem":
+                return int(value.split()[0]) / 1024  # kB
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def git_commit() -> str | None:

@@ -31,7 +31,7 @@ from typing import Any
 import httpx
 import psycopg
 
-from benchmarks.common import print_table, write_results
+from benchmarks.common import print_table, shared_memory_mb, write_results
 from benchmarks.latency_data import TOPICS, build_phrase_space, make_profile, questions
 from benchmarks.latency_load import (
     build_indexes,
@@ -320,7 +320,9 @@ def measure(
     log(f"warm-up: {len(warm)} searches")
     run_http(stack, warm)
     log(f"measuring {len(measured)} requests over HTTP")
+    shared_before = shared_memory_mb()
     run_http(stack, measured)
+    shared = {"before_http": shared_before, "after_http": shared_memory_mb()}
     load_http = os.getloadavg()
     embedder = get_embedder()
     searches = [s for s in measured if s.kind == "search"]
@@ -347,6 +349,7 @@ def measure(
         "probe": probes,
         "sizes": db_facts(stack.database_url),
         "load": {"before_http": load_before, "after_http": load_http, "end": os.getloadavg()},
+        "shared_memory_mb": shared,
     }
 
 

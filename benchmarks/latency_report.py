@@ -185,6 +185,7 @@ def report(results: dict[str, Any], progress: dict[str, Any], plan: dict[str, in
             f"{load['before_http'][0]:.1f} / {load['after_http'][0]:.1f}",
         )
     )
+    rows.append(_shared_memory_row(results.get("shared_memory_mb")))
     print_table(f"Read-path latency, {sum(plan.values()):,} notes, {len(plan)} users", rows)
     pieces = piece_rows(results["probe"])
     print_table("In process: where a search spends its time", pieces)
@@ -201,6 +202,7 @@ def report(results: dict[str, Any], progress: dict[str, Any], plan: dict[str, in
         "embed_ms": embed,
         "probe": results["probe"],
         "load_average": load,
+        "shared_memory_mb": results.get("shared_memory_mb"),
         "warmup": results["warmup"],
         "data": progress,
         "sizes": results.get("sizes"),
@@ -232,3 +234,13 @@ def request_log(samples: list[Sample]) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def _shared_memory_row(shared: dict[str, float | None] | None) -> Row:
+    """Shared memory before / after the measured requests: growth means PostgreSQL's
+    buffer pool was still filling, its new pages faulted in as the requests read them."""
+    label = "shared memory (MB) before / after the measured requests"
+    if not shared or shared.get("before_http") is None or shared.get("after_http") is None:
+        return Row(label, "unknown")
+    before, after = shared["before_http"], shared["after_http"]
+    return Row(label, f"{before:,.0f} / {after:,.0f} (+{after - before:,.0f})")

@@ -20,10 +20,10 @@ from sqlalchemy.exc import ProgrammingError
 from sqlalchemy.orm import Session
 
 from memory.access.policy import Viewer
+from memory.config import get_settings
 from memory.db import scoped_session_for, session_scope
 from memory.notes.models import Note
 from memory.notes.similar import similar_notes
-from memory.config import get_settings
 from memory.notes.vectors import VectorParam, vector_text
 from memory.retrieval import routes as r
 from memory.retrieval.service import search_notes
