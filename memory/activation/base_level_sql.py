@@ -39,10 +39,16 @@ def _hours_since(at: Any) -> ColumnElement[float]:
 
 def base_level_column(note: Any) -> ColumnElement[float]:
     """B = ln(Σ_j t_j^(-d) + tail) of `note` (an entity or alias with access_times,
-    access_count and first_access_at), as a scalar subquery correlated to it."""
+    access_count and first_access_at), as a scalar subquery correlated to it.
+
+    Each access's age is computed once, in a derived table the aggregates read: written
+    inside each of them, the read path's candidates statement ran past the 4,096
+    characters psycopg caches its parsing for, and was parsed again on every search
+    (benchmarks/README.md, session 31)."""
     decay = bindparam(DECAY_PARAM, type_=Float)
     access = func.unnest(note.access_times).column_valued("access")
-    age = _hours_since(access)
+    ages = select(_hours_since(access).label("age")).subquery("ages")
+    age = ages.c.age
     stored = func.count()
     oldest = func.max(age)
     # model._petrov_tail: a first access "younger" than the stored history counts as t_k.
@@ -60,4 +66,4 @@ def base_level_column(note: Any) -> ColumnElement[float]:
         (stored == 0, literal(float("-inf"), Float)),
         else_=func.ln(func.sum(func.power(age, -decay)) + tail),
     )
-    return select(level).scalar_subquery()
+    return select(level).select_from(ages).scalar_subquery()

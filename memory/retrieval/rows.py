@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 from pgvector.sqlalchemy import SPARSEVEC
-from sqlalchemy import String, bindparam, cast, func, select, true
+from sqlalchemy import String, bindparam, func, select, true
 from sqlalchemy.orm import Session, aliased
 
 from memory.access.policy import Viewer
@@ -127,7 +127,9 @@ def _candidates_statement(shape: ScopeShape) -> CompiledStatement:
 def _sparse_dot(note: Any) -> Any:
     """The note's sparse vector's inner product with the query's (NULL without either);
     pgvector's `<#>` is its negative."""
-    query = cast(bindparam("sparse_query", type_=String), SPARSEVEC(SPARSE_DIMENSION))
+    # Typed as sparsevec, not cast from a string: the text form (or NULL) is read through
+    # the operator, and the statement stays short enough for psycopg to cache its parse.
+    query = bindparam("sparse_query", type_=SPARSEVEC(SPARSE_DIMENSION))
     return -note.sparse_embedding.max_inner_product(query)
 
 
