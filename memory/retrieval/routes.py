@@ -50,8 +50,8 @@ from memory.types import id_in_param
 __all__ = ["ReadScope", "SearchFilters"]
 
 # The query vector as the statements take it: pgvector's binary form (`VectorParam`, what
-# the read path sends) or its text form (`vector_text`); the parameter has no type, so
-# PostgreSQL reads either through the statement's cast to vector.
+# the read path sends) or its text form (`vector_text`); the parameter is sent untyped, and
+# PostgreSQL reads either as a vector, the other operand of `<=>`.
 QueryVectorParam: TypeAlias = VectorParam | str
 # The dense route's first look: this many times its limit of the partition's nearest
 # vectors (the access rules drop ~15 % of a typical agent's candidates).
@@ -114,7 +114,7 @@ def _vector_scope(shape: ScopeShape) -> list[ColumnElement[bool]]:
 
 
 def _query_distance(column: Any) -> ColumnElement[float]:
-    """Cosine distance to the query vector (`QueryVectorParam`), cast to a vector."""
+    """Cosine distance to the query vector (`QueryVectorParam`)."""
     # Typed as the vector itself, not as a string: the psycopg dialect casts a string
     # parameter to VARCHAR, which a binary value is not.
     return column.cosine_distance(bindparam("query_vector", type_=Vector(EMBEDDING_DIMENSION)))

@@ -19,7 +19,7 @@ from sqlalchemy import text
 from memory.access.policy import Viewer
 from memory.db import session_scope
 from memory.notes.models import Note
-from memory.notes.vectors import vector_text
+from memory.notes.vectors import VectorParam, vector_text
 from memory.retrieval import routes as r
 from memory.types import utcnow
 from tests.support.helpers import mirror_ids_for_app_role, new_note, update_note
@@ -102,10 +102,12 @@ def test_window_similarity_scores_the_viewers_notes_by_their_stored_window(
         session.add_all([*mine, theirs])
     query = np.asarray(_unit(rng), dtype=np.float32)
     ids = [n.id for n in (*mine, theirs)]
+    viewer = Viewer(tenant_id, user_id, "main")
     with session_scope() as session:
-        scores = r.window_similarity(
-            session, Viewer(tenant_id, user_id, "main"), ids, vector_text(query)
-        )
+        scores = r.window_similarity(session, viewer, ids, vector_text(query))
+        # The read path's binary form of the same float32 values: the same cosines.
+        binary = r.window_similarity(session, viewer, ids, VectorParam(query))
+    assert binary == scores
     assert set(scores) == {n.id for n in mine}
     for note, window in zip(mine, windows, strict=False):
         assert scores[note.id] == pytest.approx(float(np.dot(window, query)), abs=1e-5)
