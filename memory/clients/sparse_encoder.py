@@ -1,4 +1,4 @@
-"""SPLADE-tiny, the learned sparse encoder of the read path, run in numpy.
+"""SPLADE-tiny, the learned sparse encoder of the read path, run on onnxruntime and numpy.
 
 SPLADE maps a text to weights over BERT's 30,522 WordPiece terms: a masked-language
 model's logits at every token, log(1 + ReLU), max-pooled over the tokens. Trained on
@@ -8,7 +8,8 @@ the inner product of the two. The pipeline stores each note's vector as a pgvect
 `sparsevec` beside its embedding; the read path encodes the query beside its embedding
 and reads the candidates' inner products with their rows (benchmarks/README.md, "SPLADE
 in the read path"). The model's files come from `memory.clients.sparse_model`; the BERT
-forward pass is written here in numpy, so neither torch nor transformers is needed.
+forward pass is built here from its weights (`memory.clients.sparse_graph`, onnxruntime,
+which the embedder needs anyway), so neither torch nor transformers is needed.
 
 Invariants: `encode` is deterministic, independent of other texts, and returns only
 positive weights; `pooled_activation` equals the per-token log(1 + ReLU) max-pooled;
@@ -28,9 +29,9 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-from scipy.special import erf
 from threadpoolctl import threadpool_limits
 
+from memory.clients.sparse_graph import BertGraph
 from memory.clients.sparse_model import MODEL_ID, default_model_dir, model_ready
 from memory.clients.sparse_projection import Int8Projection
 from memory.config import Settings, get_settings
@@ -74,9 +75,10 @@ def sparse_text(vector: SparseVector) -> str:
 
 
 class SparseEncoder:
-    """BERT's forward pass (post-LayerNorm, GELU, tied output embeddings) in float32;
-    with `compute="int8"` the projection onto the terms runs with int8 weights on
-    onnxruntime (`memory.clients.sparse_projection`), about a quarter of its time."""
+    """BERT's forward pass (post-LayerNorm, GELU, tied output embeddings) in float32: the
+    layers as one onnxruntime graph (`memory.clients.sparse_graph`), the projection onto
+    the terms in numpy, or with `compute="int8"` with int8 weights on onnxruntime
+    (`memory.clients.sparse_projection`)."""
 
     model_id = MODEL_ID
 
@@ -94,16 +96,12 @@ class SparseEncoder:
         # the projection runs in float.
         self._int8 = Int8Projection(words.T, self._bias) if compute == "int8" else None
         self._output = None if self._int8 is not None else np.ascontiguousarray(words.T)
+        self._graph = BertGraph(self.weights, self.config)
 
     def encode(self, text: str) -> SparseVector:
         """The text's positive term weights."""
         ids = self.tokenizer.encode(text).ids
-        hidden = self._embed(ids)
-        for layer in range(self.config["num_hidden_layers"]):
-            hidden = self._layer(hidden, f"bert.encoder.layer.{layer}.")
-        head = "cls.predictions."
-        hidden = _gelu(self._linear(hidden, head + "transform.dense"))
-        hidden = self._norm(hidden, head + "transform.LayerNorm")
+        hidden = self._graph.hidden(self._embedded(ids))
         if self._output is not None:
             active = pooled_activation(hidden @ self._output + self._bias)
         else:  # int8: the maximum over tokens is taken inside
@@ -111,52 +109,15 @@ class SparseEncoder:
         terms = np.flatnonzero(active)
         return dict(zip(terms.tolist(), active[terms].tolist(), strict=True))
 
-    def _embed(self, ids: list[int]) -> np.ndarray:
+    def _embedded(self, ids: list[int]) -> np.ndarray:
+        """The summed word, position and token-type embeddings (the graph normalises them);
+        looked up here so the 15.6 MB word table is not copied into the graph."""
         w, prefix = self.weights, "bert.embeddings."
-        hidden = (
+        return (
             w[prefix + "word_embeddings.weight"][ids]
             + w[prefix + "position_embeddings.weight"][: len(ids)]
             + w[prefix + "token_type_embeddings.weight"][0]
         )
-        return self._norm(hidden, prefix + "LayerNorm")
-
-    def _layer(self, hidden: np.ndarray, prefix: str) -> np.ndarray:
-        heads = self.config["num_attention_heads"]
-        length, width = hidden.shape
-        size = width // heads
-
-        def split(name: str) -> np.ndarray:
-            projected = self._linear(hidden, prefix + "attention.self." + name)
-            return projected.reshape(length, heads, size).transpose(1, 0, 2)
-
-        query, key, value = split("query"), split("key"), split("value")
-        scores = query @ key.transpose(0, 2, 1) / np.float32(np.sqrt(size))
-        scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
-        scores /= scores.sum(axis=-1, keepdims=True)
-        context = (scores @ value).transpose(1, 0, 2).reshape(length, width)
-        attended = self._linear(context, prefix + "attention.output.dense") + hidden
-        hidden = self._norm(attended, prefix + "attention.output.LayerNorm")
-        inner = _gelu(self._linear(hidden, prefix + "intermediate.dense"))
-        return self._norm(
-            self._linear(inner, prefix + "output.dense") + hidden, prefix + "output.LayerNorm"
-        )
-
-    def _linear(self, x: np.ndarray, name: str) -> np.ndarray:
-        return x @ self.weights[name + ".weight"].T + self.weights[name + ".bias"]
-
-    def _norm(self, x: np.ndarray, name: str) -> np.ndarray:
-        eps = self.config.get("layer_norm_eps", 1e-12)
-        mean = x.mean(axis=-1, keepdims=True)
-        variance = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
-        scaled = (x - mean) / np.sqrt(variance + eps)
-        return (scaled * self.weights[name + ".gamma"] + self.weights[name + ".beta"]).astype(
-            np.float32
-        )
-
-
-def _gelu(x: np.ndarray) -> np.ndarray:
-    """BERT's exact GELU, x · Φ(x)."""
-    return (0.5 * x * (1.0 + erf(x / np.float32(np.sqrt(2.0))))).astype(np.float32)
 
 
 def get_sparse_encoder(settings: Settings | None = None) -> SparseEncoder | None:

@@ -1,4 +1,4 @@
-"""The numpy SPLADE encoder of the read path: its file reader, its pooling shortcut,
+"""The SPLADE encoder of the read path: its file reader, its pooling shortcut,
 and its BERT forward pass against a loop-by-loop reference on a tiny random model."""
 
 from __future__ import annotations
