@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from memory.clients.onnx_graphs import one_thread_session
+
 OPSET = 17  # LayerNormalization
 HEAD = "cls.predictions.transform."
 
@@ -26,7 +28,6 @@ class BertGraph:
     """The encoder layers and the head's transform of a BERT checkpoint, on onnxruntime."""
 
     def __init__(self, weights: dict[str, np.ndarray], config: dict[str, Any]) -> None:
-        import onnxruntime as ort
         from onnx import TensorProto, helper
 
         build = _GraphBuilder(weights, config)
@@ -40,12 +41,7 @@ class BertGraph:
             build.constants,
         )
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(
-            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-        )
+        self._session = one_thread_session(model)
 
     def hidden(self, embedded: np.ndarray) -> np.ndarray:
         """tokens x width hidden states of the head's transform, for the summed embeddings."""

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from memory.clients.onnx_graphs import one_thread_session
+
 OPSET = 13
 
 
@@ -23,7 +25,6 @@ class Int8Projection:
     """h (tokens x width) → each term's largest logit over the tokens, int8 products."""
 
     def __init__(self, output: np.ndarray, bias: np.ndarray) -> None:
-        import onnxruntime as ort
         from onnx import TensorProto, helper, numpy_helper
 
         width, terms = output.shape
@@ -56,12 +57,7 @@ class Int8Projection:
             graph,
             opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("com.microsoft", 1)],
         )
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(
-            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-        )
+        self._session = one_thread_session(model)
 
     def max_logits(self, hidden: np.ndarray) -> np.ndarray:
         feed = {"hidden": np.ascontiguousarray(hidden, dtype=np.float32)}
