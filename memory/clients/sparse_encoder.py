@@ -155,8 +155,10 @@ def _load_encoder(model_dir: Path, compute: str = "int8") -> SparseEncoder | Non
         )
         return None
     # One BLAS thread for the process: a query's matrices are small, and OpenBLAS's idle
-    # threads spin on the cores PostgreSQL and the request need (a query: 3.0 ms of wall
-    # and 5.8 of CPU with two threads, 4.0 and 4.3 with one; benchmarks/README.md).
+    # threads spin on the cores PostgreSQL and the request need. Measured when the layers
+    # still ran in numpy (a query: 3.0 ms of wall and 5.8 of CPU with two threads, 4.0
+    # and 4.3 with one; benchmarks/README.md); since session 31 only the float projection
+    # (`sparse.compute=float`) and the process's other numpy products use BLAS here.
     threadpool_limits(1, user_api="blas")
     encoder = SparseEncoder(model_dir, compute)
     if encoder.dimension != SPARSE_DIMENSION:
