@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import tempfile
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,7 @@ import httpx
 import psycopg
 
 from benchmarks.common import print_table, shared_memory_mb, write_results
-from benchmarks.latency_data import TOPICS, build_phrase_space, make_profile, questions
+from benchmarks.latency_data import build_phrase_space, make_profile, questions
 from benchmarks.latency_load import (
     build_indexes,
     check_columns,
@@ -52,10 +51,17 @@ from benchmarks.latency_probe import (
 )
 from benchmarks.latency_report import Sample, piece_rows, report, whatif_rows
 from benchmarks.latency_whatif import what_if
+from benchmarks.latency_workload import (
+    FILTERS,
+    WARMUP_MIXES,
+    build_requests,
+    filter_bodies,
+    request_path,
+    size_label,
+)
 from benchmarks.stack import BenchStack
 
 BENCH_ENV = {"MUMA_RETRIEVAL__RECORD_ACCESS": "false", "MUMA_ACTIVATION__NOISE_ENABLED": "false"}
-FILTERS = ("kinds", "domains", "since")
 
 
 def parse_args() -> argparse.Namespace:
@@ -74,8 +80,15 @@ def parse_args() -> argparse.Namespace:
         "--warmup",
         type=int,
         default=10,
-        help="searches per measured user before measuring (texts never measured); "
+        help="requests per measured user before measuring (texts never measured); "
         "~150 bring a freshly started PostgreSQL near its steady state for a 100k user",
+    )
+    p.add_argument(
+        "--warmup-mix",
+        choices=WARMUP_MIXES,
+        default="measured",
+        help="the warm-up's requests: the measured kinds in their proportions (default), "
+        "or unfiltered searches only (sessions 1-31)",
     )
     p.add_argument("--index-memory", default="3GB", help="maintenance_work_mem for builds")
     p.add_argument(
@@ -113,13 +126,9 @@ def drop_page_cache() -> None:
 
 
 def user_plan(args: argparse.Namespace) -> dict[str, int]:
-    large = {f"u{_k(args.large_size)}-{i:02d}": args.large_size for i in range(args.large)}
-    small = {f"u{_k(args.small_size)}-{i:02d}": args.small_size for i in range(args.small)}
+    large = {f"u{size_label(args.large_size)}-{i:02d}": args.large_size for i in range(args.large)}
+    small = {f"u{size_label(args.small_size)}-{i:02d}": args.small_size for i in range(args.small)}
     return {**large, **small}
-
-
-def _k(size: int) -> str:
-    return f"{size // 1000}k" if size >= 1000 else str(size)
 
 
 def log(message: str) -> None:
@@ -225,69 +234,6 @@ def _load_missing(
 # --------------------------------------------------------------------------- workload
 
 
-def build_requests(
-    plan: dict[str, int], args: argparse.Namespace, end: datetime
-) -> tuple[list[Sample], list[Sample]]:
-    """(warm-up, measured) requests; each text is used once, so no embedding cache hits."""
-    warm: list[Sample] = []
-    measured: list[Sample] = []
-    for size in sorted(set(plan.values())):
-        users = [u for u, s in plan.items() if s == size][: args.measure_users]
-        per_user = max(1, args.queries // len(users))
-        for user_id in users:
-            profile = make_profile(user_id, size, args.seed)
-            ident = {"user_id": user_id, "agent_id": "main"}
-            label = _k(size)
-            mine: list[Sample] = []
-            for q in questions(profile, per_user, prompts=False, salt="search"):
-                mine.append(Sample(label, "search", user_id, q, {**ident, "query": q}))
-            for kind, budget in (("context", None), ("context_uncapped", 10_000)):
-                count = per_user if budget is None else max(1, per_user // 3)
-                for q in questions(profile, count, prompts=True, salt=kind):
-                    body = {**ident, "prompt": q, "session_id": "bench"}
-                    if budget:
-                        body["timeout_ms"] = budget
-                    mine.append(Sample(label, kind, user_id, q, body))
-            mine += _filtered(label, profile, ident, max(1, per_user // 3), end)
-            for q in _warm_up_texts(profile, args.warmup, {s.text for s in mine}):
-                warm.append(Sample(label, "search", user_id, q, {**ident, "query": q}))
-            measured += mine
-    random.Random(args.seed).shuffle(measured)
-    return warm, measured
-
-
-def _warm_up_texts(profile: Any, count: int, measured: set[str]) -> list[str]:
-    """`count` warm-up questions, none of them a measured request's text (its query
-    embedding would be cached)."""
-    if count <= 0:
-        return []
-    texts = questions(profile, count + len(measured), prompts=False, salt="warm")
-    return [q for q in texts if q not in measured][:count]
-
-
-def filter_bodies(profile: Any, end: datetime) -> dict[str, dict[str, Any]]:
-    """Each filter kind's request fields for this user: two kinds, the domain of the user's
-    most frequent topic, or the last 30 days of its history."""
-    top_topic = list(TOPICS)[int(profile.topic_weights.argmax())]
-    return {
-        "kinds": {"kinds": ["decision", "preference"]},
-        "domains": {"domains": [TOPICS[top_topic][0]]},
-        "since": {"since": (end - timedelta(days=30)).isoformat()},
-    }
-
-
-def _filtered(
-    label: str, profile: Any, ident: dict[str, str], count: int, end: datetime
-) -> list[Sample]:
-    extra = filter_bodies(profile, end)
-    out = []
-    for name in FILTERS:
-        for q in questions(profile, count, prompts=False, salt=f"filter-{name}"):
-            body = {**ident, "query": q, **extra[name]}
-            out.append(Sample(label, f"filter_{name}", profile.user_id, q, body))
-    return out
-
-
 def run_http(stack: BenchStack, samples: list[Sample]) -> None:
     """Send each request in order, sequentially; fill in client/server ms and counts."""
     headers = {"Authorization": f"Bearer {stack.token}"}
@@ -295,7 +241,7 @@ def run_http(stack: BenchStack, samples: list[Sample]) -> None:
         for done, s in enumerate(samples, start=1):
             if done % 200 == 0:
                 log(f"  {done}/{len(samples)} requests")
-            path = "/v1/context" if s.kind.startswith("context") else "/v1/search"
+            path = request_path(s.kind)
             started = time.perf_counter()
             response = client.post(path, json=s.body)
             s.client_ms = (time.perf_counter() - started) * 1000
@@ -317,7 +263,7 @@ def measure(
 
     warm, measured = build_requests(plan, args, end)
     load_before = os.getloadavg()
-    log(f"warm-up: {len(warm)} searches")
+    log(f"warm-up: {len(warm)} requests ({args.warmup_mix} mix)")
     run_http(stack, warm)
     log(f"measuring {len(measured)} requests over HTTP")
     shared_before = shared_memory_mb()
@@ -344,6 +290,7 @@ def measure(
     return {
         "samples": measured,
         "warmup": len(warm),
+        "warmup_mix": args.warmup_mix,
         "embed_ms": embed_ms,
         "floor": floors,
         "probe": probes,
@@ -367,10 +314,12 @@ def _probe(plan: dict[str, int], args: argparse.Namespace, end: datetime) -> dic
             # The filtered searches' pieces, with the same filters as over HTTP.
             bodies = {u: filter_bodies(p, end)[name] for u, p in profiles.items()}
             filters = {u: search_filters(body) for u, body in bodies.items()}
-            out[f"{_k(size)} filter_{name}"] = {"pieces": profile_pieces(work[::2], filters)}
+            out[f"{size_label(size)} filter_{name}"] = {
+                "pieces": profile_pieces(work[::2], filters)
+            }
         pieces = profile_pieces(work)
         # /v1/context's search: its pool of 40, sources for 40 and the block.
-        out[f"{_k(size)} context"] = {"pieces": profile_pieces(work, context=True)}
+        out[f"{size_label(size)} context"] = {"pieces": profile_pieces(work, context=True)}
         plans = explain_search(
             users[0],
             questions(make_profile(users[0], size, args.seed), 1, prompts=False, salt="explain")[0],
@@ -379,7 +328,7 @@ def _probe(plan: dict[str, int], args: argparse.Namespace, end: datetime) -> dic
             users[0],
             questions(make_profile(users[0], size, args.seed), 20, prompts=False, salt="whatif"),
         )
-        out[_k(size)] = {"pieces": pieces, "explain": plans, "what_if": variants}
+        out[size_label(size)] = {"pieces": pieces, "explain": plans, "what_if": variants}
     return out
 
 

@@ -28,9 +28,10 @@ from typing import Any
 import httpx
 
 from benchmarks.common import Row, fmt, percentile, print_table, write_results
-from benchmarks.latency import BENCH_ENV, build_requests, log, user_plan
+from benchmarks.latency import BENCH_ENV, log, user_plan
 from benchmarks.latency import parse_args as latency_args
 from benchmarks.latency_load import read_progress
+from benchmarks.latency_workload import build_requests, request_path
 from benchmarks.stack import ROOT, BenchStack
 from memory.runtime.embedded import free_port
 
@@ -80,11 +81,11 @@ def _send_paired(urls: dict[str, str], token: str, warm: list, work: list) -> di
     try:
         for sample in warm:
             for client in clients.values():
-                client.post("/v1/search", json=sample.body).raise_for_status()
+                client.post(request_path(sample.kind), json=sample.body).raise_for_status()
         for i, sample in enumerate(work, start=1):
             if i % 200 == 0:
                 log(f"  {i}/{len(work)} pairs")
-            path = "/v1/context" if sample.kind == "context" else "/v1/search"
+            path = request_path(sample.kind)
             for name in ("this", "base") if i % 2 else ("base", "this"):
                 started = time.perf_counter()
                 clients[name].post(path, json=sample.body).raise_for_status()

@@ -25,9 +25,10 @@ import psycopg
 from pgvector.psycopg import register_vector
 
 from benchmarks.common import Row, fmt, print_table, summarise, write_results
-from benchmarks.latency import BENCH_ENV, filter_bodies
+from benchmarks.latency import BENCH_ENV
 from benchmarks.latency_data import make_profile, questions
 from benchmarks.latency_load import read_progress
+from benchmarks.latency_workload import filter_bodies
 from benchmarks.stack import BenchStack
 
 ROUTE_LIMIT = 100

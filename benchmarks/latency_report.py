@@ -177,7 +177,10 @@ def report(results: dict[str, Any], progress: dict[str, Any], plan: dict[str, in
             f"{fmt(embed['p50'])} / {fmt(embed['p95'])}",
         )
     )
-    rows.append(Row("warm-up searches before measuring (all sizes)", str(results["warmup"])))
+    mix = results.get("warmup_mix", "search")
+    rows.append(
+        Row(f"warm-up requests before measuring (all sizes; {mix} mix)", str(results["warmup"]))
+    )
     load = results["load"]
     rows.append(
         Row(
@@ -204,6 +207,7 @@ def report(results: dict[str, Any], progress: dict[str, Any], plan: dict[str, in
         "load_average": load,
         "shared_memory_mb": results.get("shared_memory_mb"),
         "warmup": results["warmup"],
+        "warmup_mix": results.get("warmup_mix", "search"),
         "data": progress,
         "sizes": results.get("sizes"),
         "markdown": markdown_table(rows),

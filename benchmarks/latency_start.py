@@ -4,10 +4,12 @@ Why: the latency benchmark measures after 150 warm-up searches per user, when wh
 the API does in the background after a start (the read-ahead of recent users and of each
 user's first search, its slice-graph walks: `memory.retrieval.warm`) is mostly over.
 Here a freshly started API gets the largest users' measured requests (100k notes each
-on the default home) back to back,
-round-robin over the users, for `--seconds`: each user's first search starts its
-read-ahead while the others' requests come in. It reports p50 / p95 per window of
-`--window` seconds, the requests answered, and the CPU seconds of each process.
+on the default home) of `--kinds` back to back, round-robin over the users, for
+`--seconds`: each user's first search starts its read-ahead while the others' requests
+come in. It reports p50 / p95 per kind and window of `--window` seconds, the requests
+answered, and the CPU seconds of each process. Since session 32 the kinds include the
+filtered searches, whose slice graphs the latency benchmark's warm-up now warms
+(`benchmarks.latency_workload`); `--kinds search,context` is session 30's workload.
 
 Uses the data of a `benchmarks.latency` home (load it first with `--load-only`). To
 compare two revisions, run it from a `git worktree` of the other one, alternating:
@@ -27,13 +29,14 @@ from typing import Any
 import httpx
 
 from benchmarks.common import Row, fmt, percentile, print_table, write_results
-from benchmarks.latency import BENCH_ENV, build_requests, log, user_plan
+from benchmarks.latency import BENCH_ENV, log, user_plan
 from benchmarks.latency import parse_args as latency_args
 from benchmarks.latency_load import read_progress
 from benchmarks.latency_report import Sample
+from benchmarks.latency_workload import build_requests, request_path
 from benchmarks.stack import BenchStack
 
-KINDS = ("search", "context")
+KINDS = ("search", "context", "filter_kinds", "filter_domains", "filter_since")
 Answered = list[tuple[float, str, float]]  # (seconds since the first request, kind, ms)
 
 
@@ -42,16 +45,29 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--home", type=Path, required=True, help="a loaded benchmarks.latency home")
     p.add_argument("--seconds", type=float, default=60.0, help="how long to send requests")
     p.add_argument("--window", type=float, default=20.0, help="seconds per reported window")
+    p.add_argument(
+        "--kinds",
+        default=",".join(KINDS),
+        help=f"comma-separated request kinds among {', '.join(KINDS)} (default: all)",
+    )
     p.add_argument("--json", type=Path)
-    return p.parse_args()
+    args = p.parse_args()
+    kinds = tuple(k for k in args.kinds.split(",") if k)
+    unknown = sorted(set(kinds) - set(KINDS))
+    if unknown or not kinds:
+        p.error(f"--kinds: unknown {', '.join(unknown) or '(none given)'}; choose from {KINDS}")
+    args.kinds = kinds
+    return args
 
 
-def _round_robin(measured: list[Sample], plan: dict[str, int]) -> list[Sample]:
-    """The largest users' search and context requests, one user after another."""
+def _round_robin(
+    measured: list[Sample], plan: dict[str, int], kinds: tuple[str, ...]
+) -> list[Sample]:
+    """The largest users' requests of `kinds`, one user after another."""
     largest = max(plan.values())
     by_user: dict[str, list[Sample]] = {}
     for sample in measured:
-        if plan[sample.user_id] == largest and sample.kind in KINDS:
+        if plan[sample.user_id] == largest and sample.kind in kinds:
             by_user.setdefault(sample.user_id, []).append(sample)
     queues = [by_user[user] for user in sorted(by_user)]
     return [q[i] for i in range(max(map(len, queues))) for q in queues if i < len(q)]
@@ -68,18 +84,18 @@ def _send(url: str, token: str, work: list[Sample], seconds: float) -> Answered:
             if at - started >= seconds:
                 break
             sample = work[i % len(work)]
-            path = "/v1/context" if sample.kind == "context" else "/v1/search"
+            path = request_path(sample.kind)
             client.post(path, json=sample.body).raise_for_status()
             answered.append((at - started, sample.kind, (time.perf_counter() - at) * 1000))
     return answered
 
 
-def _rows(answered: Answered, seconds: float, window: float) -> list[Row]:
+def _rows(answered: Answered, seconds: float, window: float, kinds: tuple[str, ...]) -> list[Row]:
     rows = []
     edges = [w * window for w in range(int(seconds // window) + 1)]
     spans = [(lo, min(lo + window, seconds)) for lo in edges if lo < seconds]
     spans += [(0.0, seconds)] if len(spans) > 1 else []  # the whole run, when not one window
-    for kind in KINDS:
+    for kind in kinds:
         for lo, hi in spans:
             ms = [m for t, k, m in answered if k == kind and lo <= t < hi]
             p = f"{fmt(percentile(ms, 50))} / {fmt(percentile(ms, 95))}"
@@ -98,18 +114,19 @@ def main() -> None:
         end = datetime.fromisoformat(read_progress(stack.home)["end"])
         plan = user_plan(latency)
         _, measured = build_requests(plan, latency, end)
-        work = _round_robin(measured, plan)
+        work = _round_robin(measured, plan, args.kinds)
         size = work[0].size
         log(f"{args.seconds:.0f} s of {size} requests right after the API's start")
         before = stack.cpu_seconds()
         answered = _send(stack.api_url, stack.token, work, args.seconds)
         after = stack.cpu_seconds()
     cpu = {name: round(after[name] - before[name], 1) for name in after}
-    rows = _rows(answered, args.seconds, args.window)
+    rows = _rows(answered, args.seconds, args.window, args.kinds)
     rows += [Row(f"CPU seconds: {name}", fmt(value)) for name, value in cpu.items()]
     print_table(f"The read path in an API's first seconds ({size} users)", rows)
     data: dict[str, Any] = {
         "seconds": args.seconds,
+        "kinds": list(args.kinds),
         "answered": answered,
         "cpu_seconds": cpu,
         "rows": [row.__dict__ for row in rows],
