@@ -5,7 +5,9 @@ Why: the latency benchmark's figures move by ±5 ms at the median and far more a
 between runs of the same code, with what the machine did before (pages reclaimed from
 the page cache, benchmarks/README.md "## Latency"). Two APIs answering the same requests
 back to back see the same cache, and the order alternates so neither always gets the
-pages the other just read. Uses the data of a `benchmarks.latency` home (load it first
+pages the other just read. Both APIs are started alike, and the difference reported is
+balanced for the order (`benchmarks.paired`): answering second is worth up to ~3 ms.
+Uses the data of a `benchmarks.latency` home (load it first
 with `--load-only`); the other revision must use the same schema.
 
     .venv/bin/python -m benchmarks.latency_ab --home /tmp/muma-latency --base-rev HEAD~1
@@ -16,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,6 +33,7 @@ from benchmarks.latency import BENCH_ENV, log, user_plan
 from benchmarks.latency import parse_args as latency_args
 from benchmarks.latency_load import read_progress
 from benchmarks.latency_workload import build_requests, request_path
+from benchmarks.paired import paired_difference
 from benchmarks.stack import ROOT, BenchStack
 from memory.runtime.embedded import free_port
 
@@ -46,7 +48,10 @@ def parse_args() -> argparse.Namespace:
     return p.parse_args()
 
 
-def _spawn_api(stack: BenchStack, checkout: Path) -> tuple[subprocess.Popen[bytes], str]:
+def _spawn_api(stack: BenchStack, checkout: Path, name: str) -> tuple[subprocess.Popen[bytes], str]:
+    """An API on `checkout`'s code, on the stack's database and Redis; both sides are
+    started this way, one after the other, so neither is the stack's own (started
+    before migrations were checked and with its start-up read-ahead run alone)."""
     port = free_port()
     env = {**stack.service_env(), "PYTHONPATH": str(checkout)}
     argv = [sys.executable, "-m", "uvicorn", "memory.api.app:app", "--host", "127.0.0.1"]
@@ -54,7 +59,7 @@ def _spawn_api(stack: BenchStack, checkout: Path) -> tuple[subprocess.Popen[byte
         [*argv, "--port", str(port), "--no-access-log"],
         cwd=checkout,
         env=env,
-        stdout=open(stack.home / "api-base.log", "ab"),  # noqa: SIM115 - lives with the process
+        stdout=open(stack.home / f"api-{name}.log", "ab"),  # noqa: SIM115 - lives with the process
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
@@ -68,28 +73,34 @@ def _spawn_api(stack: BenchStack, checkout: Path) -> tuple[subprocess.Popen[byte
         except httpx.HTTPError:
             pass
         if process.poll() is not None:
-            raise SystemExit(f"the base API exited; see {stack.home / 'api-base.log'}")
+            raise SystemExit(f"the {name} API exited; see {stack.home / f'api-{name}.log'}")
         time.sleep(0.5)
-    raise SystemExit("the base API did not answer within 120 s")
+    raise SystemExit(f"the {name} API did not answer within 120 s")
 
 
-def _send_paired(urls: dict[str, str], token: str, warm: list, work: list) -> dict:
-    """{(size, kind): {"base": [ms...], "this": [ms...]}}, request i's pair at index i."""
+Paired = dict[tuple[str, str], dict[str, list]]
+
+
+def _send_paired(urls: dict[str, str], token: str, warm: list, work: list) -> Paired:
+    """{(size, kind): {"base": [ms...], "this": [ms...], "this_first": [bool...]}}, pair i
+    at index i. The order alternates, in the warm-up too."""
     headers = {"Authorization": f"Bearer {token}"}
     clients = {k: httpx.Client(base_url=u, headers=headers, timeout=60) for k, u in urls.items()}
-    out: dict[tuple[str, str], dict[str, list[float]]] = {}
+    out: Paired = {}
     try:
-        for sample in warm:
-            for client in clients.values():
-                client.post(request_path(sample.kind), json=sample.body).raise_for_status()
+        for i, sample in enumerate(warm, start=1):
+            for name in _order(i):
+                clients[name].post(request_path(sample.kind), json=sample.body).raise_for_status()
         for i, sample in enumerate(work, start=1):
             if i % 200 == 0:
                 log(f"  {i}/{len(work)} pairs")
             path = request_path(sample.kind)
-            for name in ("this", "base") if i % 2 else ("base", "this"):
+            empty: dict[str, list] = {"base": [], "this": [], "this_first": []}
+            pair = out.setdefault((sample.size, sample.kind), empty)
+            pair["this_first"].append(_order(i)[0] == "this")
+            for name in _order(i):
                 started = time.perf_counter()
                 clients[name].post(path, json=sample.body).raise_for_status()
-                pair = out.setdefault((sample.size, sample.kind), {"base": [], "this": []})
                 pair[name].append((time.perf_counter() - started) * 1000)
     finally:
         for client in clients.values():
@@ -97,15 +108,23 @@ def _send_paired(urls: dict[str, str], token: str, warm: list, work: list) -> di
     return out
 
 
-def _rows(results: dict) -> list[Row]:
+def _order(i: int) -> tuple[str, str]:
+    return ("this", "base") if i % 2 else ("base", "this")
+
+
+def _rows(results: Paired) -> list[Row]:
     rows = []
     for (size, kind), ms in sorted(results.items()):
         base, this = ms["base"], ms["this"]
-        diff = statistics.median(b - t for b, t in zip(base, this, strict=True))
+        diff = paired_difference(base, this, ms["this_first"])
         rows += [
             Row(f"{size} {kind} base p50 / p95 ms", _p(base)),
             Row(f"{size} {kind} this p50 / p95 ms", _p(this)),
-            Row(f"{size} {kind} paired median base - this", fmt(diff, unit=" ms")),
+            Row(
+                f"{size} {kind} paired base - this, order-balanced", fmt(diff.balanced, unit=" ms")
+            ),
+            Row(f"{size} {kind} paired median base - this (plain)", fmt(diff.median, unit=" ms")),
+            Row(f"{size} {kind} answering second gains", fmt(diff.second_gain, unit=" ms")),
         ]
     return rows
 
@@ -124,18 +143,20 @@ def main() -> None:
     )
     try:
         with BenchStack(env=BENCH_ENV, workers=0, beat=False, home=args.home, keep=True) as stack:
-            base, base_url = _spawn_api(stack, checkout)
+            base, base_url = _spawn_api(stack, checkout, "base")
+            this, this_url = _spawn_api(stack, ROOT, "this")
             try:
                 end = datetime.fromisoformat(read_progress(stack.home)["end"])
                 warm, measured = build_requests(plan, latency, end)
                 kinds = set(args.kinds.split(","))
                 work = [s for s in measured if s.kind in kinds]
                 log(f"{len(work)} requests, each to both APIs ({args.base_rev} and this tree)")
-                urls = {"base": base_url, "this": stack.api_url}
+                urls = {"base": base_url, "this": this_url}
                 results = _send_paired(urls, stack.token, warm, work)
             finally:
-                os.killpg(base.pid, signal.SIGTERM)
-                base.wait(timeout=30)
+                for process in (base, this):
+                    os.killpg(process.pid, signal.SIGTERM)
+                    process.wait(timeout=30)
     finally:
         subprocess.run(["git", "worktree", "remove", "--force", str(checkout)], cwd=ROOT)
     rows = _rows(results)

@@ -1,0 +1,49 @@
+"""The difference between two servers answering the same requests in pairs.
+
+Why not the plain median of the paired differences: whichever server answers second
+finds the pages the first one just read (PostgreSQL's buffers, the page cache), so it is
+faster by an order effect. The order alternates, so the differences form two clusters,
+one each side of the true difference; their plain median lands anywhere in the gap
+between them. An A/A run of one revision against itself (session 13's
+`results/latency-ab-s13-null.json`) read cluster medians of -2.86 and +2.63 ms for the
+100k contexts, a plain median of +0.10, and -0.11 balanced.
+
+Invariant: `balanced` is the mean of the two order-conditional medians, so an order
+effect of any size that is the same for both servers cancels in it; `second_gain` is
+half their spread, the order effect itself.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    median: float  # median of base - this over every pair (sessions 10-31's figure)
+    balanced: float  # mean of the medians of base - this with each server first
+    second_gain: float  # how much faster a server is when it answers second
+    pairs: int
+
+
+def paired_difference(
+    base: list[float], this: list[float], this_first: list[bool]
+) -> PairedDifference:
+    """base - this (ms), per pair i: `base[i]`, `this[i]`, and whether `this` went first.
+    Positive: this is faster. Needs at least one pair in each order."""
+    if not len(base) == len(this) == len(this_first):
+        raise ValueError("base, this and this_first must have one entry per pair")
+    diffs = [b - t for b, t in zip(base, this, strict=True)]
+    this_led = [d for d, first in zip(diffs, this_first, strict=True) if first]
+    base_led = [d for d, first in zip(diffs, this_first, strict=True) if not first]
+    if not this_led or not base_led:
+        raise ValueError("need pairs in both orders to balance the order effect")
+    # With `this` first, base answers second and gains: base - this = true - gain.
+    lead_this, lead_base = statistics.median(this_led), statistics.median(base_led)
+    return PairedDifference(
+        median=statistics.median(diffs),
+        balanced=(lead_this + lead_base) / 2,
+        second_gain=(lead_base - lead_this) / 2,
+        pairs=len(diffs),
+    )
