@@ -83,7 +83,7 @@ Paired = dict[tuple[str, str], dict[str, list]]
 
 def _send_paired(urls: dict[str, str], token: str, warm: list, work: list) -> Paired:
     """{(size, kind): {"base": [ms...], "this": [ms...], "this_first": [bool...]}}, pair i
-    at index i. The order alternates, in the warm-up too."""
+    at index i. The order alternates, within each size and kind, and in the warm-up."""
     headers = {"Authorization": f"Bearer {token}"}
     clients = {k: httpx.Client(base_url=u, headers=headers, timeout=60) for k, u in urls.items()}
     out: Paired = {}
@@ -91,14 +91,14 @@ def _send_paired(urls: dict[str, str], token: str, warm: list, work: list) -> Pa
         for i, sample in enumerate(warm, start=1):
             for name in _order(i):
                 clients[name].post(request_path(sample.kind), json=sample.body).raise_for_status()
-        for i, sample in enumerate(work, start=1):
+        for i, (sample, order) in enumerate(zip(work, balanced_orders(work), strict=True), 1):
             if i % 200 == 0:
                 log(f"  {i}/{len(work)} pairs")
             path = request_path(sample.kind)
             empty: dict[str, list] = {"base": [], "this": [], "this_first": []}
             pair = out.setdefault((sample.size, sample.kind), empty)
-            pair["this_first"].append(_order(i)[0] == "this")
-            for name in _order(i):
+            pair["this_first"].append(order[0] == "this")
+            for name in order:
                 started = time.perf_counter()
                 clients[name].post(path, json=sample.body).raise_for_status()
                 pair[name].append((time.perf_counter() - started) * 1000)
@@ -110,6 +110,18 @@ def _send_paired(urls: dict[str, str], token: str, warm: list, work: list) -> Pa
 
 def _order(i: int) -> tuple[str, str]:
     return ("this", "base") if i % 2 else ("base", "this")
+
+
+def balanced_orders(work: list) -> list[tuple[str, str]]:
+    """Which API each request goes to first, alternating within each size and kind, so
+    each has as many pairs in one order as in the other (one more at most)."""
+    seen: dict[tuple[str, str], int] = {}
+    orders = []
+    for sample in work:
+        key = (sample.size, sample.kind)
+        seen[key] = seen.get(key, 0) + 1
+        orders.append(_order(seen[key]))
+    return orders
 
 
 def _rows(results: Paired) -> list[Row]:

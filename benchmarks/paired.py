@@ -1,12 +1,13 @@
 """The difference between two servers answering the same requests in pairs.
 
-Why not the plain median of the paired differences: whichever server answers second
-finds the pages the first one just read (PostgreSQL's buffers, the page cache), so it is
-faster by an order effect. The order alternates, so the differences form two clusters,
-one each side of the true difference; their plain median lands anywhere in the gap
-between them. An A/A run of one revision against itself (session 13's
-`results/latency-ab-s13-null.json`) read cluster medians of -2.86 and +2.63 ms for the
-100k contexts, a plain median of +0.10, and -0.11 balanced.
+Why not only the plain median of the paired differences: whichever server answers
+second finds the pages the first one just read (PostgreSQL's buffers, the page cache),
+so it is faster by an order effect (3.9-5.7 ms at 100k notes in session 32's A/A runs).
+The order alternates, so the differences form two clusters, one each side of the true
+difference, and the plain median is pulled toward whichever order had more pairs (until
+session 32 the order alternated over all requests, not within each size and kind: 67
+against 83 pairs in one group). Even balanced, neither figure resolves better than
+about 1.5 ms at 100k with 150 pairs (benchmarks/README.md, session 32).
 
 Invariant: `balanced` is the mean of the two order-conditional medians, so an order
 effect of any size that is the same for both servers cancels in it; `second_gain` is

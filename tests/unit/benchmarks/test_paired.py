@@ -68,3 +68,22 @@ def test_the_ab_table_reports_the_balanced_difference_and_the_order_effect() -> 
     }
     assert rows["100k search paired base - this, order-balanced"] == "1.0 ms"
     assert rows["100k search answering second gains"] == "3.0 ms"
+
+
+def test_each_size_and_kind_has_as_many_pairs_in_each_order() -> None:
+    from benchmarks.latency_ab import balanced_orders
+    from benchmarks.latency_report import Sample
+
+    kinds = ["search", "search", "context", "search", "context", "context", "context"]
+    work = [Sample("100k", kind, "u", f"q{i}", {}) for i, kind in enumerate(kinds)]
+    orders = balanced_orders(work)
+    for kind in ("search", "context"):
+        firsts = [o[0] for s, o in zip(work, orders, strict=True) if s.kind == kind]
+        assert abs(firsts.count("this") - firsts.count("base")) <= 1
+    # Alternating over all requests instead would give the contexts 1 against 3.
+    assert [o[0] for s, o in zip(work, orders, strict=True) if s.kind == "context"] == [
+        "this",
+        "base",
+        "this",
+        "base",
+    ]
