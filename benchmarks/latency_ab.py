@@ -5,9 +5,9 @@ Why: the latency benchmark's figures move by ±5 ms at the median and far more a
 between runs of the same code, with what the machine did before (pages reclaimed from
 the page cache, benchmarks/README.md "## Latency"). Two APIs answering the same requests
 back to back see the same cache, and the order alternates so neither always gets the
-pages the other just read. Both APIs are started alike, and the difference reported is
-balanced for the order (`benchmarks.paired`): answering second is worth up to ~3 ms.
-Uses the data of a `benchmarks.latency` home (load it first
+pages the other just read. Both APIs are started alike, and the difference is reported
+balanced for the order too (`benchmarks.paired`): answering second was worth 3.9-5.7 ms
+at 100k notes in session 32. Uses the data of a `benchmarks.latency` home (load it first
 with `--load-only`); the other revision must use the same schema.
 
     .venv/bin/python -m benchmarks.latency_ab --home /tmp/muma-latency --base-rev HEAD~1
@@ -43,15 +43,20 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--home", type=Path, required=True, help="a loaded benchmarks.latency home")
     p.add_argument("--base-rev", required=True, help="git revision to compare against")
     p.add_argument("--queries", type=int, default=150, help="requests per size and kind")
-    p.add_argument("--kinds", default="search,context", help="search, context (comma-separated)")
+    p.add_argument(
+        "--kinds",
+        default="search,context",
+        help="request kinds, comma-separated: search, context, context_uncapped, "
+        "filter_kinds, filter_domains, filter_since",
+    )
     p.add_argument("--json", type=Path)
     return p.parse_args()
 
 
 def _spawn_api(stack: BenchStack, checkout: Path, name: str) -> tuple[subprocess.Popen[bytes], str]:
-    """An API on `checkout`'s code, on the stack's database and Redis; both sides are
-    started this way, one after the other, so neither is the stack's own (started
-    before migrations were checked and with its start-up read-ahead run alone)."""
+    """An API on `checkout`'s code, on the stack's database and Redis. Both sides are
+    started this way, one after the other, rather than one being the stack's own API,
+    which starts well before and runs its start-up read-ahead alone."""
     port = free_port()
     env = {**stack.service_env(), "PYTHONPATH": str(checkout)}
     argv = [sys.executable, "-m", "uvicorn", "memory.api.app:app", "--host", "127.0.0.1"]

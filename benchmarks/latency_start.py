@@ -1,6 +1,6 @@
 """The read path in an API's first minute: /v1/search and /v1/context right after a start.
 
-Why: the latency benchmark measures after 150 warm-up searches per user, when whatever
+Why: the latency benchmark measures after 150 warm-up requests per user, when whatever
 the API does in the background after a start (the read-ahead of recent users and of each
 user's first search, its slice-graph walks: `memory.retrieval.warm`) is mostly over.
 Here a freshly started API gets the largest users' measured requests (100k notes each
