@@ -313,6 +313,23 @@ def graph_scan_cap(session: Session, tuples: int) -> Iterator[None]:
         _SET_SCAN_TUPLES.rows(session, {"tuples": previous})
 
 
+def plan_generically(session: Session) -> None:
+    """From here to the end of the transaction, a statement psycopg has prepared (its
+    sixth run on a connection) keeps one generic plan instead of being planned again.
+
+    For a read's statements after its routes, which fetch notes by id (the candidates'
+    rows, their vectors, their sources): their best plan does not depend on the values,
+    while the read path's connections force custom plans for the routes, whose plans do
+    (`_engine_for`). Planned each time, the candidates' statement alone took 0.4-0.8 ms
+    of a search (benchmarks/README.md, session 32)."""
+    _GENERIC_PLANS.rows(session, {})
+
+
+_GENERIC_PLANS = CompiledStatement(
+    text("SELECT set_config('plan_cache_mode', 'force_generic_plan', true)")
+)
+
+
 # The transaction's value first (an InitPlan runs before the set_config of its statement);
 # NULL before pgvector's library is loaded in this backend, and NULL given back resets.
 _SET_SCAN_TUPLES = CompiledStatement(

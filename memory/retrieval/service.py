@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from memory.access.policy import Viewer
 from memory.activation.model import activation_breakdown, make_noise_rng
 from memory.config import Settings
+from memory.db import plan_generically
 from memory.retrieval import routes as r
 from memory.retrieval.aside import OpenSession
 from memory.retrieval.candidates import (  # noqa: F401 - the read path's public names
@@ -92,6 +93,7 @@ def search_notes(
     # Access rules and filters as of now; `now` is the activation's clock.
     scope = r.ReadScope(viewer, filters)
     found = run_routes(session, scope, query, vector, options, aside)
+    plan_generically(session)  # the statements from here on read notes by id
     lexical_routes = {k: v for k, v in found.items() if k != "verbatim"}
     fused = fuse(lexical_routes, method=options.fusion) if lexical_routes else {}  # type: ignore[arg-type]
     for note_id, matched in found.get("verbatim", {}).items():
