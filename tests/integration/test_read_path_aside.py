@@ -38,26 +38,33 @@ def dense_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict[str, Any]
     yield calls
 
 
-def _search(tenant: str, user: str, **kwargs: Any) -> tuple[list[tuple[str, float]], int]:
-    """(hits as (id, score), the caller's backend pid)."""
+def search_as_helper(
+    session: Any, tenant: str, user: str, **kwargs: Any
+) -> list[tuple[str, float]]:
+    """The agent "helper"'s top 5 for QUERY in `session`, as (id, score)."""
     from memory.access.policy import Viewer
     from memory.clients.embedder import embed_query
     from memory.config import get_settings
     from memory.retrieval.service import search_notes
 
     settings = get_settings()
+    hits = search_notes(
+        session=session,
+        viewer=Viewer(tenant_id=tenant, user_id=user, agent_id="helper"),
+        query=QUERY,
+        vector=embed_query(QUERY, settings),
+        top_k=5,
+        settings=settings,
+        **kwargs,
+    )
+    return [(str(hit.note.id), round(hit.score, 6)) for hit in hits]
+
+
+def _search(tenant: str, user: str, **kwargs: Any) -> tuple[list[tuple[str, float]], int]:
+    """(hits as (id, score), the caller's backend pid)."""
     with session_scope(custom_plans=True) as session:
         pid = session.execute(text("SELECT pg_backend_pid()")).scalar_one()
-        hits = search_notes(
-            session=session,
-            viewer=Viewer(tenant_id=tenant, user_id=user, agent_id="helper"),
-            query=QUERY,
-            vector=embed_query(QUERY, settings),
-            top_k=5,
-            settings=settings,
-            **kwargs,
-        )
-    return [(str(hit.note.id), round(hit.score, 6)) for hit in hits], pid
+        return search_as_helper(session, tenant, user, **kwargs), pid
 
 
 @pytest.fixture

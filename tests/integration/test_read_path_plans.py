@@ -12,10 +12,9 @@ from sqlalchemy import text
 
 from memory.db import session_scope
 from tests.integration.test_read_path import memory_user  # noqa: F401 - the fixture
+from tests.integration.test_read_path_aside import search_as_helper
 
 pytestmark = pytest.mark.integration
-
-QUERY = "Where does my sister Ana live?"
 
 
 def _plan_mode(session: Any) -> str:
@@ -48,27 +47,13 @@ def _search(
 ) -> tuple[list[tuple[str, float]], str, int]:
     """(hits as (id, score), the plan_cache_mode once the search is done, the generic plans
     its connection's prepared statements have run), at `now`."""
-    from memory.access.policy import Viewer
-    from memory.clients.embedder import embed_query
-    from memory.config import get_settings
-    from memory.retrieval.service import search_notes
-
-    settings = get_settings()
     with session_scope(custom_plans=True) as session:
-        hits = search_notes(
-            session=session,
-            viewer=Viewer(tenant_id=tenant, user_id=user, agent_id="helper"),
-            query=QUERY,
-            vector=embed_query(QUERY, settings),
-            top_k=5,
-            settings=settings,
-            now=now,
-        )
+        hits = search_as_helper(session, tenant, user, now=now)
         mode = _plan_mode(session)
         generic = session.execute(
             text("SELECT coalesce(sum(generic_plans), 0) FROM pg_prepared_statements")
         ).scalar_one()
-    return [(str(hit.note.id), round(hit.score, 6)) for hit in hits], mode, int(generic)
+    return hits, mode, int(generic)
 
 
 def test_routes_are_planned_per_run_and_the_reads_by_id_generically(
