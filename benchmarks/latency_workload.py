@@ -46,23 +46,22 @@ def build_requests(
     is kept in user order, as before session 32)."""
     warm: list[Sample] = []
     measured: list[Sample] = []
-    mix = getattr(args, "warmup_mix", "measured")
     for size in sorted(set(plan.values())):
         users = [u for u, s in plan.items() if s == size][: args.measure_users]
-        per_user = max(1, args.queries // len(users))
+        counts = _measured_counts(max(1, args.queries // len(users)))
+        label = size_label(size)
         for user_id in users:
             profile = make_profile(user_id, size, args.seed)
-            mine = _user_requests(profile, size_label(size), _measured_counts(per_user), end, "")
+            mine = _user_requests(profile, label, counts, end, "")
             taken = {s.text for s in mine}
-            if mix == "search":
-                warm += _search_warm_up(profile, size_label(size), args.warmup, taken)
+            if args.warmup_mix == "search":
+                warm += _search_warm_up(profile, label, args.warmup, taken)
             else:
-                counts = _split(args.warmup, _measured_counts(per_user))
-                label = size_label(size)
-                warm += _user_requests(profile, label, counts, end, "warm-", avoid=taken)
+                share = _split(args.warmup, counts)
+                warm += _user_requests(profile, label, share, end, "warm-", avoid=taken)
             measured += mine
     random.Random(args.seed).shuffle(measured)
-    if mix != "search":
+    if args.warmup_mix != "search":
         random.Random(f"warm:{args.seed}").shuffle(warm)
     return warm, measured
 
