@@ -6,8 +6,9 @@ so it is faster by an order effect (3.9-5.7 ms at 100k notes in session 32's A/A
 The order alternates, so the differences form two clusters, one each side of the true
 difference, and the plain median is pulled toward whichever order had more pairs (until
 session 32 the order alternated over all requests, not within each size and kind: 67
-against 83 pairs in one group). Even balanced, neither figure resolves better than
-about 1.5 ms at 100k with 150 pairs (benchmarks/README.md, session 32).
+against 83 pairs in one group). With the orders unequal, A/A runs read up to 1.5 ms
+at 100k with 150 pairs; with them balanced, one run read every difference within 0.4
+(benchmarks/README.md, session 32).
 
 Invariant: `balanced` is the mean of the two order-conditional medians, so an order
 effect of any size that is the same for both servers cancels in it; `second_gain` is
