@@ -159,7 +159,9 @@ def main() -> None:
         ["git", "worktree", "add", "--detach", str(checkout), args.base_rev], cwd=ROOT, check=True
     )
     try:
-        with BenchStack(env=BENCH_ENV, workers=0, beat=False, home=args.home, keep=True) as stack:
+        with BenchStack(
+            env=BENCH_ENV, workers=0, beat=False, api=False, home=args.home, keep=True
+        ) as stack:
             base, base_url = _spawn_api(stack, checkout, "base")
             this, this_url = _spawn_api(stack, ROOT, "this")
             try:

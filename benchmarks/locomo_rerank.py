@@ -191,7 +191,9 @@ def dump_kept_home(
     home: Path, questions: list[Question], limit: int
 ) -> tuple[dict[int, Candidates], dict]:
     """`dump` on a kept LoCoMo home, its stack started without workers and stopped after."""
-    with BenchStack(env=BENCH_ENV, tenant_id=TENANT, home=home, keep=True, workers=0, beat=False):
+    with BenchStack(
+        env=BENCH_ENV, tenant_id=TENANT, home=home, keep=True, workers=0, beat=False, api=False
+    ):
         return dump(questions, limit)
 
 

@@ -34,7 +34,9 @@ class BenchStack:
     """Start with `with BenchStack(...) as stack:`; `stack.token` is an agent token.
 
     `home` reuses a MUMA_HOME (pass keep=True to keep it); by default a fresh temporary
-    one is created and removed at the end unless `keep`.
+    one is created and removed at the end unless `keep`. `api=False` starts no API (for a
+    benchmark that searches in process or starts its own): an idle API would still run its
+    start-up read-ahead beside what is measured.
     """
 
     def __init__(
@@ -44,6 +46,7 @@ class BenchStack:
         concurrency: int = 2,
         env: dict[str, str] | None = None,
         beat: bool = True,
+        api: bool = True,
         keep: bool = False,
         tenant_id: str = "bench",
         home: Path | None = None,
@@ -52,6 +55,7 @@ class BenchStack:
         self.concurrency = concurrency
         self.extra_env = dict(env or {})
         self.beat = beat
+        self.api = api
         self.keep = keep
         self.tenant_id = tenant_id
         # A given home is reused across runs (its PostgreSQL data stays); else a temp dir.
@@ -90,12 +94,14 @@ class BenchStack:
         self._start_database()
         self._start_redis()
         self.token = self._create_token()
-        self._spawn_api()
+        if self.api:
+            self._spawn_api()
         for index in range(self.workers):
             self._spawn_worker(f"worker{index + 1}")
         if self.beat:
             self._spawn_beat()
-        self._wait_for_api()
+        if self.api:
+            self._wait_for_api()
         self._wait_for_workers()
 
     def stop(self) -> None:

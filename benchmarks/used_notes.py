@@ -130,7 +130,7 @@ def main() -> None:
     copy = copy_home(args.home)
     try:
         with BenchStack(
-            env=BENCH_ENV, tenant_id=TENANT, home=copy, keep=True, workers=0, beat=False
+            env=BENCH_ENV, tenant_id=TENANT, home=copy, keep=True, workers=0, beat=False, api=False
         ) as stack:
             give_histories(stack.database_url, args.accesses, args.count)
             rounds = measure(chosen, args.rounds)

@@ -122,7 +122,7 @@ def run_turn(turn: Turn, stages: Stages, embedder: Embedder, tenant_id: str) -> 
 
 
 def measure(turns: list[Turn]) -> dict[str, Any]:
-    with BenchStack(workers=0, beat=False) as stack:
+    with BenchStack(workers=0, beat=False, api=False) as stack:
         embedder = TimedEmbedder(get_embedder(get_settings()))
         stages = Stages(stack)
         for turn in turns[:WARM_UP]:  # model loaded, statements prepared, caches warm
