@@ -43,8 +43,11 @@ LINK_FACTOR = 0.5
 SPEAKER_BOOST = 0.2
 VERBATIM_BOOST = 0.5
 MMR_LAMBDA = 0.7
-# Candidates scored per query after fusion: ranks below this never reached the top 20.
-SCORED_CANDIDATES = 150
+# Candidates scored per query after fusion. Scoring moves a note little against its
+# fused rank: on LoCoMo, 27 of 30,720 top-20 hits came from fused ranks 101-150, and
+# R@10 per category was the same scoring 80, 100 or 150 (benchmarks/README.md,
+# session 33). Each one costs its row, base level and sparse products in the read.
+SCORED_CANDIDATES = 100
 NEIGHBOUR_SEEDS = 60
 
 
