@@ -10,11 +10,14 @@ connection while queueing for another: a slot is taken without blocking (at most
 `ASIDE_CONNECTIONS` reads aside at once, the size of their pool) and without one the
 caller does the work in its own transaction (`start_aside` answers None). The work reads
 only; its transaction is its own, so it sees a snapshot taken a little later than the
-request's (a note it returns that the request cannot load is dropped there).
+request's (a note it returns that the request cannot load is dropped there). Its answer
+is given as soon as the work returns, before the transaction ends: the request does not
+wait for the COMMIT of a transaction that wrote nothing.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,25 +32,46 @@ T = TypeVar("T")
 # Opens the second transaction: `session_scope(aside=True)` with the request's settings.
 OpenSession: TypeAlias = Callable[[], AbstractContextManager[Session]]
 
+log = logging.getLogger(__name__)
 _SLOTS = threading.BoundedSemaphore(ASIDE_CONNECTIONS)
 _EXECUTOR = ThreadPoolExecutor(max_workers=ASIDE_CONNECTIONS, thread_name_prefix="aside")
 
 
 def start_aside(open_session: OpenSession, work: Callable[[Session], T]) -> Future[T] | None:
     """`work(session)` started in a transaction of its own, or None when every slot is
-    taken (then the caller runs it itself)."""
+    taken (then the caller runs it itself). The future holds work's answer or error as
+    soon as it has one; the slot comes back once the transaction has ended."""
     if not _SLOTS.acquire(blocking=False):
         return None
+    answer: Future[T] = Future()
 
-    def run() -> T:
+    def run() -> None:
         try:
+            if not answer.set_running_or_notify_cancel():
+                return  # cancelled before it started: nothing to read
             with open_session() as session:
-                return work(session)
+                _answer(answer, work, session)
+        except BaseException as exc:
+            if not answer.done():  # the transaction did not open
+                answer.set_exception(exc)
+            elif answer.exception() is not exc:  # the answer was given; ending failed
+                log.warning("a read aside failed to end its transaction: %s", exc)
         finally:
             _SLOTS.release()
 
     try:
-        return _EXECUTOR.submit(run)
+        _EXECUTOR.submit(run)
     except RuntimeError:  # the executor is shutting down (the process is exiting)
         _SLOTS.release()
         return None
+    return answer
+
+
+def _answer(answer: Future[T], work: Callable[[Session], T], session: Session) -> None:
+    """Work's result or error into `answer`; an error is raised on too, so that the
+    transaction rolls back."""
+    try:
+        answer.set_result(work(session))
+    except BaseException as exc:
+        answer.set_exception(exc)
+        raise

@@ -78,3 +78,42 @@ def test_a_failing_work_gives_its_slot_back_and_raises_to_the_waiter() -> None:
         assert pending is not None
         with pytest.raises(RuntimeError, match="statement timeout"):
             pending.result(timeout=5)
+
+
+def test_the_answer_is_given_before_the_transaction_ends() -> None:
+    """The waiter gets the rows without waiting for the COMMIT of a read; the slot
+    comes back only once the transaction has ended."""
+    ending = threading.Event()
+    ended = threading.Event()
+
+    @contextmanager
+    def slow_to_end() -> Iterator[str]:
+        yield "session"
+        ending.wait(timeout=5)  # the COMMIT's round trip, held open
+        ended.set()
+
+    held = [start_aside(slow_to_end, lambda s: 3) for _ in range(ASIDE_CONNECTIONS)]  # type: ignore[arg-type]
+    assert [p.result(timeout=1) for p in held if p] == [3] * ASIDE_CONNECTIONS
+    assert not ended.is_set()
+    assert start_aside(slow_to_end, lambda s: 4) is None  # type: ignore[arg-type]  # slots still held
+    ending.set()
+    assert ended.wait(timeout=5)
+    again = start_aside(lambda: fake_transaction([]), lambda s: 5)  # type: ignore[arg-type, return-value]
+    for _ in range(50):  # the last slot is released just after the transaction ends
+        if again is not None:
+            break
+        threading.Event().wait(0.05)
+        again = start_aside(lambda: fake_transaction([]), lambda s: 5)  # type: ignore[arg-type, return-value]
+    assert again is not None and again.result(timeout=5) == 5
+
+
+def test_a_transaction_that_fails_to_open_raises_to_the_waiter() -> None:
+    @contextmanager
+    def unavailable() -> Iterator[str]:
+        raise RuntimeError("database unavailable")
+        yield "session"  # pragma: no cover
+
+    pending = start_aside(unavailable, lambda s: 1)  # type: ignore[arg-type]
+    assert pending is not None
+    with pytest.raises(RuntimeError, match="database unavailable"):
+        pending.result(timeout=5)
