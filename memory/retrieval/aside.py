@@ -39,8 +39,9 @@ _EXECUTOR = ThreadPoolExecutor(max_workers=ASIDE_CONNECTIONS, thread_name_prefix
 
 def start_aside(open_session: OpenSession, work: Callable[[Session], T]) -> Future[T] | None:
     """`work(session)` started in a transaction of its own, or None when every slot is
-    taken (then the caller runs it itself). The future holds work's answer or error as
-    soon as it has one; the slot comes back once the transaction has ended."""
+    taken (then the caller runs it itself). The future holds work's answer as soon as
+    work returns, its error once the transaction has rolled back; the slot comes back
+    once the transaction has ended."""
     if not _SLOTS.acquire(blocking=False):
         return None
     answer: Future[T] = Future()
@@ -50,11 +51,13 @@ def start_aside(open_session: OpenSession, work: Callable[[Session], T]) -> Futu
             if not answer.set_running_or_notify_cancel():
                 return  # cancelled before it started: nothing to read
             with open_session() as session:
-                _answer(answer, work, session)
+                answer.set_result(work(session))
         except BaseException as exc:
-            if not answer.done():  # the transaction did not open
+            # As the transaction gave it (session_scope turns a lost connection into a
+            # TransientError), unless the answer was given and only its end failed.
+            if not answer.done():
                 answer.set_exception(exc)
-            elif answer.exception() is not exc:  # the answer was given; ending failed
+            else:
                 log.warning("a read aside failed to end its transaction: %s", exc)
         finally:
             _SLOTS.release()
@@ -65,13 +68,3 @@ def start_aside(open_session: OpenSession, work: Callable[[Session], T]) -> Futu
         _SLOTS.release()
         return None
     return answer
-
-
-def _answer(answer: Future[T], work: Callable[[Session], T], session: Session) -> None:
-    """Work's result or error into `answer`; an error is raised on too, so that the
-    transaction rolls back."""
-    try:
-        answer.set_result(work(session))
-    except BaseException as exc:
-        answer.set_exception(exc)
-        raise

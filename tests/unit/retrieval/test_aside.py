@@ -117,3 +117,23 @@ def test_a_transaction_that_fails_to_open_raises_to_the_waiter() -> None:
     assert pending is not None
     with pytest.raises(RuntimeError, match="database unavailable"):
         pending.result(timeout=5)
+
+
+def test_a_failing_work_reaches_the_waiter_as_its_transaction_gave_it() -> None:
+    """session_scope turns a lost connection into a TransientError on its way out: the
+    waiter sees that error, not the driver's."""
+
+    @contextmanager
+    def translating() -> Iterator[str]:
+        try:
+            yield "session"
+        except ConnectionError as exc:
+            raise TimeoutError("database unavailable") from exc
+
+    def lose_connection(_session: object) -> None:
+        raise ConnectionError("server closed the connection")
+
+    pending = start_aside(translating, lose_connection)  # type: ignore[arg-type]
+    assert pending is not None
+    with pytest.raises(TimeoutError, match="database unavailable"):
+        pending.result(timeout=5)
