@@ -4,6 +4,7 @@ given back however the work ends."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -102,7 +103,7 @@ def test_the_answer_is_given_before_the_transaction_ends() -> None:
     for _ in range(50):  # the last slot is released just after the transaction ends
         if again is not None:
             break
-        threading.Event().wait(0.05)
+        time.sleep(0.05)
         again = start_aside(lambda: fake_transaction([]), lambda s: 5)  # type: ignore[arg-type, return-value]
     assert again is not None and again.result(timeout=5) == 5
 
