@@ -4,7 +4,9 @@ Invariants: an agent's effective view is the union of its `agents` row and
 `settings.agent_memory[agent_id]` (the same merge `agent_viewer` applies), and listings
 show that effective view; every change is recorded in the audit log with old and new
 values; domains are stored trimmed, deduplicated and sorted (matching note domains is
-exact, so "Finance" and "finance" are different domains).
+exact, so "Finance" and "finance" are different domains). An agent's rights decide what
+it reads of every user of the tenant, so only an admin token bound to no user (`by`), or
+the machine's operator (the CLI, `by=None`), creates or changes an agent.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from memory.access.models import Agent
+from memory.access.tokens import Principal
 from memory.config import Settings
-from memory.errors import InvalidInputError, NotFoundError
+from memory.errors import AccessDeniedError, InvalidInputError, NotFoundError
 from memory.ops.audit import record_event
 
 MAX_DOMAIN_LENGTH = 64
@@ -79,6 +82,20 @@ def _apply(
         agent.can_see_private = can_see_private
 
 
+def require_agent_authority(by: Principal | None) -> None:
+    """AccessDeniedError unless `by` may change agents: an unbound admin, or the CLI."""
+    if by is None:
+        return
+    if by.role != "admin":
+        raise AccessDeniedError(f"role '{by.role}' may not change agents", role=by.role)
+    if by.user_id is not None:
+        raise AccessDeniedError(
+            "an agent's rights apply to every user of the tenant: a token bound to a user "
+            "may not change them",
+            user_id=by.user_id,
+        )
+
+
 def upsert_agent(
     *,
     session: Session,
@@ -88,11 +105,12 @@ def upsert_agent(
     display_name: str | None = None,
     domains: Iterable[str] | None = None,
     can_see_private: bool | None = None,
+    by: Principal | None = None,
 ) -> tuple[Agent, bool]:
-    """Create the agent or update the given fields (None leaves a field as it is).
-
-    Returns (row, created).
+    """Create the agent or update the given fields (None leaves a field as it is), as `by`
+    (see `require_agent_authority`). Returns (row, created).
     """
+    require_agent_authority(by)
     agent_id = agent_id.strip()
     if not agent_id or len(agent_id) > MAX_AGENT_ID_LENGTH:
         raise InvalidInputError(f"agent_id must be 1 to {MAX_AGENT_ID_LENGTH} characters")
@@ -116,8 +134,10 @@ def update_agent(
     display_name: str | None = None,
     domains: Iterable[str] | None = None,
     can_see_private: bool | None = None,
+    by: Principal | None = None,
 ) -> Agent:
-    """Change the given fields of an existing agent; NotFoundError if there is none."""
+    """Change the given fields of an existing agent, as `by`; NotFoundError if none."""
+    require_agent_authority(by)
     agent = _get(session, tenant_id, agent_id)
     if agent is None:
         raise NotFoundError(f"no agent {agent_id!r} in tenant {tenant_id!r}", agent_id=agent_id)

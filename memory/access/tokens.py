@@ -1,5 +1,10 @@
 """API tokens: creation (secret shown once), sha256 lookup, listing and revocation.
 
+Authority (DESIGN.md §7): only admin tokens manage tokens, and only tokens of their tenant
+neither stronger (agent < viewer < operator < admin) nor wider than themselves: a token
+bound to a user manages only tokens bound to that user. `by=None` is the machine's
+operator (the CLI: unbound, every tenant). A token `by` may not manage is "not found".
+
 Authentication is cached per process (`TokenCache`, keyed by the token's sha256, for
 TOKEN_CACHE_SECONDS), so most requests skip the database. Revocation:
 - `revoke_token` drops the entry in its own process at once (and keeps it out of the
@@ -30,11 +35,13 @@ from sqlalchemy.orm import Session
 
 from memory.access.models import ApiToken
 from memory.clients.redis import get_redis
-from memory.errors import AuthenticationError, InvalidInputError, NotFoundError
+from memory.errors import AccessDeniedError, AuthenticationError, InvalidInputError, NotFoundError
 from memory.ops.audit import record_event
 from memory.types import TOKEN_ROLES, utcnow
 
 TOKEN_PREFIX = "muma_"
+ROLE_RANK = {role: rank for rank, role in enumerate(TOKEN_ROLES)}  # agent < ... < admin
+TOKEN_MANAGER_ROLES = frozenset({"admin"})
 
 
 @dataclass(frozen=True)
@@ -135,10 +142,19 @@ def create_token(
     name: str | None = None,
     user_id: str | None = None,
     actor: str = "cli",
+    by: Principal | None = None,
 ) -> tuple[ApiToken, str]:
-    """Store a new token's hash; return the row and the secret (never stored)."""
+    """Store a new token's hash; return the row and the secret (never stored).
+
+    Made `by` a token: in that token's tenant, and a token bound to a user binds the new
+    one to the same user unless `user_id` names it (naming another is refused).
+    """
     if role not in TOKEN_ROLES:
         raise InvalidInputError(f"role must be one of {', '.join(TOKEN_ROLES)}", role=role)
+    if by is not None:
+        tenant_id, user_id = by.tenant_id, user_id or by.user_id
+        _require_authority(by, role=role, user_id=user_id)
+        actor = by.actor
     if not tenant_id:
         raise InvalidInputError("tenant must not be empty")
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
@@ -160,9 +176,33 @@ def create_token(
         action="token.created",
         entity_type="token",
         entity_id=str(token.id),
-        data={"role": role, "name": name},
+        data={"role": role, "name": name, "user_id": user_id},
     )
     return token, secret
+
+
+def may_manage(by: Principal | None, token: ApiToken) -> bool:
+    """Whether `by` may see or revoke `token` (see the module docstring)."""
+    if by is None:
+        return True
+    return (
+        by.role in TOKEN_MANAGER_ROLES
+        and token.tenant_id == by.tenant_id
+        and ROLE_RANK[token.role] <= ROLE_RANK[by.role]
+        and (by.user_id is None or token.user_id == by.user_id)
+    )
+
+
+def _require_authority(by: Principal, *, role: str, user_id: str | None) -> None:
+    if by.role not in TOKEN_MANAGER_ROLES:
+        raise AccessDeniedError(f"role '{by.role}' may not manage tokens", role=by.role)
+    if ROLE_RANK[role] > ROLE_RANK[by.role]:
+        raise AccessDeniedError(f"a '{by.role}' token may not create a '{role}' token", role=role)
+    if by.user_id is not None and user_id != by.user_id:
+        raise AccessDeniedError(
+            f"user_id: a token bound to user '{by.user_id}' may only create tokens bound to it",
+            user_id=user_id,
+        )
 
 
 def authenticate(*, session: Session, secret: str | None) -> Principal:
@@ -211,20 +251,29 @@ def _announce_revocation(session: Session) -> None:
     event.listen(session, "after_commit", bump, once=True)
 
 
-def list_tokens(*, session: Session, tenant_id: str | None = None) -> list[ApiToken]:
+def list_tokens(
+    *, session: Session, tenant_id: str | None = None, by: Principal | None = None
+) -> list[ApiToken]:
+    """Oldest first, of `tenant_id` (or all); made `by` a token, those it may manage."""
+    tenant_id = by.tenant_id if by is not None else tenant_id
     query = select(ApiToken).order_by(ApiToken.created_at)
     if tenant_id:
         query = query.where(ApiToken.tenant_id == tenant_id)
-    return list(session.scalars(query))
+    return [t for t in session.scalars(query) if may_manage(by, t)]
 
 
-def revoke_token(*, session: Session, token_ref: str, actor: str = "cli") -> ApiToken:
+def revoke_token(
+    *, session: Session, token_ref: str, actor: str = "cli", by: Principal | None = None
+) -> ApiToken:
     """Revoke by id or by the displayed prefix; idempotent for an already revoked token.
 
-    Every process's authentication cache forgets the token once this transaction commits
-    (see the module docstring).
+    NotFoundError for a token `by` may not manage. Every process's authentication cache
+    forgets the token once this transaction commits (see the module docstring).
     """
     token = _find_token(session, token_ref)
+    if not may_manage(by, token):
+        raise NotFoundError(f"no token {token_ref!r}", token=token_ref)
+    actor = by.actor if by is not None else actor
     TOKEN_CACHE.drop(token.token_hash)
     _announce_revocation(session)
     if token.revoked_at is None:

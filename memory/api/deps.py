@@ -1,5 +1,9 @@
 """Request dependencies: the authenticated principal and role checks.
 
+A token bound to a user acts on that user only; an endpoint whose answer or effect spans
+every user of the tenant and cannot be narrowed to one (Prometheus metrics, an agent's
+rights) is declared with `require_roles(..., unbound=True)` and refuses bound tokens.
+
 Routes open their own sessions (`session_scope`, or `scoped_session_for` once the user is
 known) so that row-level security is applied where the identity is resolved.
 """
@@ -39,16 +43,20 @@ def get_principal(
     return principal
 
 
-ROLE_RANK = {"agent": 0, "viewer": 1, "operator": 2, "admin": 3}
-
-
-def require_roles(*roles: str):  # type: ignore[no-untyped-def]
-    """A dependency allowing only the listed roles (403 for any other)."""
+def require_roles(*roles: str, unbound: bool = False):  # type: ignore[no-untyped-def]
+    """A dependency allowing only the listed roles (403 for any other); with `unbound`,
+    only tokens bound to no user (403 for a bound one: the endpoint spans every user)."""
 
     def check(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
         if principal.role not in roles:
             raise AccessDeniedError(
                 f"role '{principal.role}' may not call this endpoint", role=principal.role
+            )
+        if unbound and principal.user_id is not None:
+            raise AccessDeniedError(
+                "a token bound to a user may not call this endpoint: it spans every user "
+                "of the tenant; use a token not bound to a user",
+                user_id=principal.user_id,
             )
         return principal
 

@@ -1,4 +1,9 @@
-"""`muma tokens create|list|revoke`."""
+"""`muma tokens create|list|revoke`.
+
+The CLI runs as the machine's operator: bound to no user, in every tenant, so it creates,
+lists and revokes any token (`memory.access.tokens`, `by=None`); a token it creates with
+`--user` acts for that user only, and manages only tokens bound to that user.
+"""
 
 from __future__ import annotations
 
@@ -38,7 +43,8 @@ def create(role: str, tenant: str | None, name: str | None, user_id: str | None)
             name=name,
             user_id=user_id,
         )
-    console.print(f"created {role} token {token.id} for tenant {token.tenant_id}")
+    bound = f" bound to user {token.user_id}" if token.user_id else ""
+    console.print(f"created {role} token {token.id} for tenant {token.tenant_id}{bound}")
     click.echo(secret)
 
 

@@ -1,4 +1,10 @@
-"""Dead letters: failed work kept with full context; retrying requeues it once."""
+"""Dead letters: failed work kept with full context; retrying requeues it once.
+
+Ownership: a letter belongs to its tenant and to the user of its episode (`episode_id`;
+the task's args name that episode's ids only, see `record_task_failure`). Listing,
+counting and retrying for one user (`user_id`) see only that user's letters; a letter
+with no episode belongs to no user and is seen only tenant-wide (or by the CLI).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, Select, exists, func, select, true
 from sqlalchemy.orm import Session
 
 from memory.episodes.models import Episode
@@ -130,30 +136,62 @@ def _uuid_list(values: list[Any]) -> list[uuid.UUID]:
         return []
 
 
-def list_dead_letters(
-    *, session: Session, tenant_id: str | None, include_requeued: bool = False, limit: int = 100
-) -> list[DeadLetter]:
-    query = select(DeadLetter).order_by(DeadLetter.last_failed_at.desc()).limit(limit)
+def _owned_by(user_id: str | None) -> ColumnElement[bool]:
+    """Letters of `user_id`'s episodes (of the letter's own tenant); every letter if None."""
+    if user_id is None:
+        return true()
+    return exists().where(
+        Episode.id == DeadLetter.episode_id,
+        Episode.tenant_id == DeadLetter.tenant_id,
+        Episode.user_id == user_id,
+    )
+
+
+def _scoped(query: Select[Any], tenant_id: str | None, user_id: str | None) -> Select[Any]:
     if tenant_id is not None:
         query = query.where(DeadLetter.tenant_id == tenant_id)
+    return query.where(_owned_by(user_id))
+
+
+def list_dead_letters(
+    *,
+    session: Session,
+    tenant_id: str | None,
+    include_requeued: bool = False,
+    limit: int = 100,
+    user_id: str | None = None,
+) -> list[DeadLetter]:
+    """Newest first; of `tenant_id` (None: every tenant) and, given, of `user_id` only."""
+    query = select(DeadLetter).order_by(DeadLetter.last_failed_at.desc()).limit(limit)
+    query = _scoped(query, tenant_id, user_id)
     if not include_requeued:
         query = query.where(DeadLetter.requeued_at.is_(None))
     return list(session.scalars(query))
 
 
-def count_dead_letters(*, session: Session, tenant_id: str | None) -> int:
+def count_dead_letters(
+    *, session: Session, tenant_id: str | None, user_id: str | None = None
+) -> int:
+    """Open (not requeued) letters of `tenant_id` and, given, of `user_id` only."""
     query = select(func.count()).select_from(DeadLetter).where(DeadLetter.requeued_at.is_(None))
-    if tenant_id is not None:
-        query = query.where(DeadLetter.tenant_id == tenant_id)
-    return int(session.scalar(query) or 0)
+    return int(session.scalar(_scoped(query, tenant_id, user_id)) or 0)
 
 
 def mark_for_retry(
-    *, session: Session, dead_letter_id: uuid.UUID, tenant_id: str | None
+    *,
+    session: Session,
+    dead_letter_id: uuid.UUID,
+    tenant_id: str | None,
+    user_id: str | None = None,
 ) -> DeadLetter:
-    """Mark a dead letter requeued (its episode back to `queued`); the caller enqueues it."""
-    letter = session.get(DeadLetter, dead_letter_id)
-    if letter is None or (tenant_id is not None and letter.tenant_id != tenant_id):
+    """Mark a dead letter requeued (its episode back to `queued`); the caller enqueues it.
+
+    NotFoundError for a letter of another tenant or, given `user_id`, of another user (or
+    of no user): its existence is not revealed.
+    """
+    query = _scoped(select(DeadLetter).where(DeadLetter.id == dead_letter_id), tenant_id, user_id)
+    letter = session.scalar(query)
+    if letter is None:
         raise NotFoundError("no such dead letter", dead_letter_id=str(dead_letter_id))
     letter.requeued_at = utcnow()
     if letter.episode_id is not None:

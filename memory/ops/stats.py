@@ -2,7 +2,9 @@
 
 Invariants: every note count goes through `visible_clause`, so an agent only counts what
 it could read; "current" means active and not closed (valid_to IS NULL), the notes the
-read path can return; closed versions are counted once, under status `closed`.
+read path can return; closed versions are counted once, under status `closed`. The
+tenant's dead-letter count (`dead_letters_tenant`) spans every user: it is left out unless
+the caller reads tenant-wide (`tenant_wide`; a token bound to a user does not).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from memory.conflicts.models import Conflict
 from memory.episodes.models import Episode
 from memory.links.models import Link
 from memory.notes.models import Note
-from memory.ops.models import DeadLetter
+from memory.ops.dead_letters import count_dead_letters
 from memory.types import EPISODE_STATUSES, utcnow
 
 BREAKDOWNS = {
@@ -128,33 +130,34 @@ def _open_conflicts(session: Session, viewer: Viewer) -> int:
     )
 
 
-def _pipeline(session: Session, viewer: Viewer) -> dict[str, Any]:
-    scope = and_(Episode.tenant_id == viewer.tenant_id, Episode.user_id == viewer.user_id)
-    episodes = {status: 0 for status in EPISODE_STATUSES}
+def user_pipeline(*, session: Session, tenant_id: str, user_id: str) -> dict[str, Any]:
+    """One user's episodes by status and open dead letters (those of its episodes)."""
+    scope = and_(Episode.tenant_id == tenant_id, Episode.user_id == user_id)
+    episodes = dict.fromkeys(EPISODE_STATUSES, 0)
     episodes.update(_grouped(session, Episode.status, scope))
-    open_letters = DeadLetter.requeued_at.is_(None)
-    user_letters = session.scalar(
-        select(func.count())
-        .select_from(DeadLetter)
-        .join(Episode, Episode.id == DeadLetter.episode_id)
-        .where(open_letters, scope)
-    )
-    tenant_letters = session.scalar(
-        select(func.count())
-        .select_from(DeadLetter)
-        .where(open_letters, DeadLetter.tenant_id == viewer.tenant_id)
-    )
-    return {
-        "episodes": episodes,
-        "dead_letters": int(user_letters or 0),
-        "dead_letters_tenant": int(tenant_letters or 0),
-    }
+    letters = count_dead_letters(session=session, tenant_id=tenant_id, user_id=user_id)
+    return {"episodes": episodes, "dead_letters": letters}
+
+
+def _pipeline(session: Session, viewer: Viewer, tenant_wide: bool) -> dict[str, Any]:
+    pipeline = user_pipeline(session=session, tenant_id=viewer.tenant_id, user_id=viewer.user_id)
+    if tenant_wide:
+        pipeline["dead_letters_tenant"] = count_dead_letters(
+            session=session, tenant_id=viewer.tenant_id
+        )
+    return pipeline
 
 
 def user_stats(
-    *, session: Session, viewer: Viewer, settings: Settings, now: datetime | None = None
+    *,
+    session: Session,
+    viewer: Viewer,
+    settings: Settings,
+    now: datetime | None = None,
+    tenant_wide: bool = True,
 ) -> dict[str, Any]:
-    """Everything `muma stats --json` prints, for the notes `viewer` may see."""
+    """Everything `muma stats --json` prints, for the notes `viewer` may see; without
+    `tenant_wide`, nothing that counts beyond the viewer's user."""
     now = now or utcnow()
     current = _current(viewer)
     notes: dict[str, Any] = {
@@ -176,5 +179,5 @@ def user_stats(
         "activation": activation_histogram(session, viewer, settings, now),
         "links": _links(session, viewer),
         "conflicts": {"open": _open_conflicts(session, viewer)},
-        "pipeline": _pipeline(session, viewer),
+        "pipeline": _pipeline(session, viewer, tenant_wide),
     }

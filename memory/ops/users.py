@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy import exists, or_, select
+from typing import Any
+
+from sqlalchemy import and_, exists, func, or_, select
 from sqlalchemy.orm import Session
 
 from memory.episodes.models import Episode
@@ -24,3 +26,28 @@ def require_known_user(*, session: Session, tenant_id: str, user_id: str) -> Non
             user_id=user_id,
             tenant_id=tenant_id,
         )
+
+
+def user_summary(*, session: Session, tenant_id: str, user_id: str) -> dict[str, Any] | None:
+    """One user as `GET /v1/users` lists users (current notes, episodes, last activity),
+    counted for that user alone; None when the user has no data."""
+    current = and_(Note.status == "active", Note.valid_to.is_(None))
+    notes, last_note = session.execute(
+        select(func.count().filter(current), func.max(Note.created_at)).where(
+            Note.tenant_id == tenant_id, Note.user_id == user_id
+        )
+    ).one()
+    episodes, last_episode = session.execute(
+        select(func.count(), func.max(Episode.occurred_at)).where(
+            Episode.tenant_id == tenant_id, Episode.user_id == user_id
+        )
+    ).one()
+    last = max(filter(None, (last_note, last_episode)), default=None)
+    if last is None:  # neither a note nor an episode: an unknown user
+        return None
+    return {
+        "user_id": user_id,
+        "notes": int(notes),
+        "episodes": int(episodes),
+        "last_at": last.isoformat(),
+    }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import TextClause, func, select, text
@@ -123,3 +124,84 @@ def workers_idle() -> bool:
 
 def wait_for_workers_idle(timeout: float = 120) -> None:
     wait_until(workers_idle, timeout=timeout, interval=0.2)
+
+
+# --- two users of one tenant, for the token authority tests ----------------------------
+
+
+@dataclass(frozen=True)
+class SeededUser:
+    """One user's rows: `marker` is in every text written for it (note contents, episode,
+    dead-letter error, token name, working-memory item), so a body holding it leaks them."""
+
+    user_id: str
+    marker: str
+    note_ids: tuple[str, str]  # in conflict with each other, linked to `episode_id`
+    spare_note_id: str  # for calls that change a note's state
+    episode_id: str
+    dead_letter_id: str
+    conflict_id: str
+    token_id: str  # a viewer token bound to this user
+    token_prefix: str
+    session_id: str  # a working-memory session holding one item
+
+    def strings(self) -> list[str]:
+        """Everything that names this user's data."""
+        return [
+            self.user_id,
+            self.marker,
+            *self.note_ids,
+            self.spare_note_id,
+            self.episode_id,
+            self.dead_letter_id,
+            self.conflict_id,
+            self.token_id,
+            self.token_prefix,
+        ]
+
+
+def seed_user(tenant_id: str, user_id: str, marker: str) -> SeededUser:
+    """Notes (two in conflict), a failed episode with its dead letter, a bound viewer
+    token and a working-memory item for `user_id`, written as the owner."""
+    from memory.access.tokens import create_token
+    from memory.clients.redis import get_redis
+    from memory.config import get_settings
+    from memory.conflicts.models import Conflict
+    from memory.episodes.service import EpisodeInput, capture_episodes
+    from memory.notes.models import NoteSource
+    from memory.ops.dead_letters import record_dead_letter
+    from memory.working.service import ItemInput, put_items
+
+    session_id = f"s-{marker.lower()}"
+    with session_scope() as session:
+        [(episode_id, _)] = capture_episodes(
+            session=session,
+            tenant_id=tenant_id,
+            episodes=[EpisodeInput(user_id, "main", session_id, "user", f"{marker} said hi")],
+        )
+        notes = [new_note(tenant_id, user_id, f"{marker} fact {n}") for n in range(3)]
+        session.add_all(notes)
+        session.flush()
+        session.add_all(NoteSource(note_id=n.id, episode_id=episode_id) for n in notes)
+        a, b = sorted((notes[0].id, notes[1].id))
+        conflict = Conflict(tenant_id=tenant_id, user_id=user_id, note_a_id=a, note_b_id=b,
+                            agent_a_id="main", agent_b_id="main", similarity=0.9,
+                            classification="contradictory")  # fmt: skip
+        session.add(conflict)
+        letter = record_dead_letter(
+            session=session, task_name="tasks.maintenance.requeue_stuck_episodes", args=[],
+            kwargs={}, error=f"RuntimeError: {marker} boom", traceback=None, attempts=5,
+            episode_id=episode_id,
+        )  # fmt: skip
+        token, _ = create_token(
+            session=session, role="viewer", tenant_id=tenant_id, user_id=user_id,
+            name=f"{marker}-token",
+        )  # fmt: skip
+        session.flush()
+        ids = (str(a), str(b), str(notes[2].id), str(episode_id), str(letter.id), str(conflict.id))
+        token_id, prefix = str(token.id), token.prefix
+    put_items(client=get_redis(), tenant_id=tenant_id, user_id=user_id, session_id=session_id,
+              agent_id="main", items=[ItemInput(f"{marker} working item")],
+              settings=get_settings().working)  # fmt: skip
+    return SeededUser(user_id, marker, (ids[0], ids[1]), ids[2], ids[3], ids[4], ids[5],
+                      token_id, prefix, session_id)  # fmt: skip

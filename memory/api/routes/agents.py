@@ -1,4 +1,9 @@
-"""Agents: list (any role), configure (admin), and "which agent knows about X" (L3).
+"""Agents: list (any role), configure (admin not bound to a user), and "which agent knows
+about X" (L3).
+
+The list is the tenant's configuration (ids, domains, private access), which holds no
+user's data, so a user-bound token reads it too; changing an agent changes what it reads
+of every user, so a user-bound admin may not (403).
 
 Agent search counts only notes the caller may see: an agent token names its agent_id
 and gets that agent's view; other roles search at user level or as a named agent.
@@ -78,9 +83,9 @@ def get_agents(principal: PrincipalDep) -> AgentList:
 def put_agent(
     agent_id: Annotated[Identifier, Path()],
     body: AgentPut,
-    principal: Annotated[Principal, Depends(require_roles("admin"))],
+    principal: Annotated[Principal, Depends(require_roles("admin", unbound=True))],
 ) -> AgentOut:
-    """Create or update an agent (admin only); fields left out stay as they are."""
+    """Create or update an agent (admin bound to no user); fields left out stay as they are."""
     settings = get_settings()
     with session_scope() as session:
         upsert_agent(
@@ -91,6 +96,7 @@ def put_agent(
             display_name=body.display_name,
             domains=body.domains,
             can_see_private=body.can_see_private,
+            by=principal,
         )
         views = list_agents(session=session, tenant_id=principal.tenant_id, settings=settings)
     return _out(next(v for v in views if v.agent_id == agent_id.strip()))

@@ -20,10 +20,11 @@ from memory.api.identity import resolve_viewer
 from memory.api.schemas import Identifier, Kind, Visibility
 from memory.commons.events import publish_events
 from memory.config import get_settings
-from memory.db import session_scope
+from memory.db import scoped_session_for, session_scope
 from memory.notes.browse import BrowseFilters, list_item, list_notes, list_users
 from memory.notes.lifecycle import archive_note, restore_note
 from memory.notes.models import Note
+from memory.ops.users import user_summary
 from memory.types import utcnow
 
 router = APIRouter(tags=["memories"])
@@ -79,14 +80,22 @@ def get_users(
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
 ) -> dict[str, Any]:
     """The caller's tenant's users (anyone with an episode or a note) with note counts.
-    A user-bound token sees only its own user."""
+    A user-bound token sees only its own user (counted alone: nothing of the others)."""
+    if principal.user_id is not None:
+        return {"users": _own_user(principal, principal.user_id, prefix)}
     with session_scope() as session:
         users = list_users(
             session=session, tenant_id=principal.tenant_id, prefix=prefix, limit=limit
         )
-    if principal.user_id is not None:
-        users = [u for u in users if u["user_id"] == principal.user_id]
     return {"users": users}
+
+
+def _own_user(principal: Principal, user_id: str, prefix: str | None) -> list[dict[str, Any]]:
+    if prefix and not user_id.startswith(prefix):
+        return []
+    with scoped_session_for(principal.tenant_id, user_id) as session:
+        found = user_summary(session=session, tenant_id=principal.tenant_id, user_id=user_id)
+    return [found] if found is not None else []
 
 
 def _event(note: Note, kind: str) -> dict[str, Any]:

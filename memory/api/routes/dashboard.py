@@ -54,6 +54,8 @@ FEATURES = {
     "graph": ("GET", "/v1/memories/{note_id}/graph"),
     "metrics": ("GET", "/metrics"),
 }
+# Features whose routes refuse a token bound to a user (they span every user).
+UNBOUND_FEATURES = ("put_agent", "metrics")
 
 
 def _page() -> FileResponse:
@@ -84,26 +86,32 @@ def _template(path: str) -> str:
     return re.sub(r"\{[^}]+\}", "{}", path)
 
 
-def _features(request: Request) -> dict[str, bool]:
-    """Which optional areas this deployment serves, read from its OpenAPI document."""
+def _features(request: Request, bound: bool) -> dict[str, bool]:
+    """Which optional areas this deployment serves (read from its OpenAPI document) to
+    this token: not those a `bound` token is refused."""
     paths = request.app.openapi().get("paths", {})
     present = {(method.upper(), _template(path)) for path, ops in paths.items() for method in ops}
-    return {name: (m, _template(p)) in present for name, (m, p) in FEATURES.items()}
+    return {
+        name: (m, _template(p)) in present and not (bound and name in UNBOUND_FEATURES)
+        for name, (m, p) in FEATURES.items()
+    }
 
 
 @router.get("/v1/dashboard/session")
 def dashboard_session(principal: PrincipalDep, request: Request) -> dict[str, Any]:
-    """Who the token is (role, tenant, bound user), what the deployment offers, and links.
+    """Who the token is (role, tenant, bound user), what the deployment offers it, and links.
     Any valid token; the dashboard calls it once at sign-in."""
     settings = get_settings()
     runtime = read_runtime_file(settings.home) or {}
+    bound = principal.user_id is not None
     return {
         "role": principal.role,
         "tenant_id": principal.tenant_id,
         "user_id": principal.user_id,
         "token_id": str(principal.token_id),
-        "features": _features(request),
-        "flower_url": runtime.get("flower_url"),
+        "features": _features(request, bound=bound),
+        # Flower shows every user's tasks: not a page for a token bound to one user.
+        "flower_url": None if bound else runtime.get("flower_url"),
         "settings": {
             "retrieval_threshold": settings.activation.retrieval_threshold,
             "prune_threshold": settings.decay.prune_threshold,

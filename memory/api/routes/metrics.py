@@ -1,6 +1,9 @@
-"""GET /metrics: the Prometheus exposition (viewer, operator or admin token).
+"""GET /metrics: the Prometheus exposition (viewer, operator or admin token, bound to no
+user).
 
-Database-derived series are scoped to the token's tenant; see memory.ops.metrics.
+Database-derived series are scoped to the token's tenant; see memory.ops.metrics. The
+series span every user of the tenant (and queue depths and latencies the whole service),
+so a token bound to a user is refused (403) rather than shown them.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ router = APIRouter(tags=["system"])
 
 @router.get("/metrics", response_class=Response)
 async def metrics(
-    principal: Annotated[Principal, Depends(require_roles("viewer", "operator", "admin"))],
+    principal: Annotated[
+        Principal, Depends(require_roles("viewer", "operator", "admin", unbound=True))
+    ],
 ) -> Response:
     """HTTP latency per route, task durations, queue depths, dead letters, episodes by
     status, decay and consolidation outcomes."""

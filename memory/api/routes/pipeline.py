@@ -1,26 +1,50 @@
-"""Pipeline status and dead letters."""
+"""Pipeline status and dead letters.
+
+A token bound to a user sees and retries only that user's part: its episodes, and the
+dead letters of its episodes (another user's letter answers 404, its existence hidden).
+Queue depths span every user of the service and cannot be narrowed to one, so a bound
+token gets none (`queues` is empty).
+"""
 
 from __future__ import annotations
 
 import uuid
+from contextlib import AbstractContextManager
 from typing import Any
 
 from fastapi import APIRouter, Depends
+from sqlalchemy.orm import Session
 
 from memory.access.tokens import Principal
 from memory.api.deps import PrincipalDep, require_roles
-from memory.db import session_scope
+from memory.db import scoped_session_for, session_scope
 from memory.episodes.service import pipeline_counts
 from memory.ops.dead_letters import count_dead_letters, list_dead_letters, mark_for_retry
 from memory.ops.health import queue_depths
+from memory.ops.stats import user_pipeline
 from tasks.app import app as celery_app
 
 router = APIRouter(tags=["pipeline"])
 
 
+def _reading(principal: Principal) -> AbstractContextManager[Session]:
+    """A transaction for reads; a bound token's runs under its user's row-level security
+    too, so a mistake in the SQL's user filter still shows it no other user's episodes."""
+    if principal.user_id is None:
+        return session_scope()
+    return scoped_session_for(principal.tenant_id, principal.user_id)
+
+
 @router.get("/v1/pipeline")
 def get_pipeline(principal: PrincipalDep) -> dict[str, Any]:
-    """Episodes by status, open dead letters and queue depths for the caller's tenant."""
+    """Episodes by status, open dead letters and queue depths for the caller's tenant, or
+    for a bound token its user's episodes and dead letters and no queue depths."""
+    if principal.user_id is not None:
+        with _reading(principal) as session:
+            own = user_pipeline(
+                session=session, tenant_id=principal.tenant_id, user_id=principal.user_id
+            )
+        return {**own, "queues": {}}
     with session_scope() as session:
         counts = pipeline_counts(session=session, tenant_id=principal.tenant_id)
         dead = count_dead_letters(session=session, tenant_id=principal.tenant_id)
@@ -31,9 +55,12 @@ def get_pipeline(principal: PrincipalDep) -> dict[str, Any]:
 def get_dead_letters(
     principal: Principal = Depends(require_roles("viewer", "operator", "admin")),
 ) -> dict[str, Any]:
-    """Failed work of the caller's tenant (it may hold content: not for agent tokens)."""
-    with session_scope() as session:
-        letters = list_dead_letters(session=session, tenant_id=principal.tenant_id)
+    """Failed work of the caller's tenant, or of its user for a bound token (it may hold
+    content: not for agent tokens)."""
+    with _reading(principal) as session:
+        letters = list_dead_letters(
+            session=session, tenant_id=principal.tenant_id, user_id=principal.user_id
+        )
         items = [
             {
                 "id": str(d.id),
@@ -56,10 +83,13 @@ def retry_dead_letter(
     dead_letter_id: uuid.UUID,
     principal: Principal = Depends(require_roles("operator", "admin")),
 ) -> dict[str, Any]:
-    """Requeue the failed task with its original arguments."""
+    """Requeue the failed task with its original arguments (a bound token: its user's)."""
     with session_scope() as session:
         letter = mark_for_retry(
-            session=session, dead_letter_id=dead_letter_id, tenant_id=principal.tenant_id
+            session=session,
+            dead_letter_id=dead_letter_id,
+            tenant_id=principal.tenant_id,
+            user_id=principal.user_id,
         )
         task_name, args, kwargs = letter.task_name, letter.args, letter.kwargs
     celery_app.send_task(task_name, args=args, kwargs=kwargs)

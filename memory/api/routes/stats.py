@@ -24,9 +24,15 @@ def get_stats(
 ) -> dict[str, Any]:
     """Counts by status, kind, domain, visibility and agent, the activation histogram,
     links, open conflicts, and pipeline and dead-letter counts. Any role; an agent (or a
-    call naming agent_id) only counts the notes that agent may see."""
+    call naming agent_id) only counts the notes that agent may see; a token bound to a
+    user gets no tenant-wide count."""
     with session_scope() as session:
         viewer = resolve_viewer(
             session=session, principal=principal, user_id=user_id, agent_id=agent_id
         )
-        return user_stats(session=session, viewer=viewer, settings=get_settings())
+        return user_stats(
+            session=session,
+            viewer=viewer,
+            settings=get_settings(),
+            tenant_wide=principal.user_id is None,
+        )

@@ -1,14 +1,19 @@
-"""Health and system status."""
+"""Health and system status.
+
+The status describes the deployment (version, models, where data lives) and holds no
+user's data, except queue depths, which span every user: a token bound to a user gets
+none (`queues` is empty).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from memory import __version__
-from memory.api.deps import get_principal
+from memory.api.deps import PrincipalDep
 from memory.config import get_settings
 from memory.ops.health import check_database, check_redis, check_workers, queue_depths
 
@@ -28,8 +33,8 @@ def healthz() -> JSONResponse:
     return JSONResponse(body, status_code=200 if healthy else 503)
 
 
-@router.get("/v1/system/status", tags=["system"], dependencies=[Depends(get_principal)])
-def system_status() -> dict[str, Any]:
+@router.get("/v1/system/status", tags=["system"])
+def system_status(principal: PrincipalDep) -> dict[str, Any]:
     settings = get_settings()
     return {
         "version": __version__,
@@ -44,5 +49,5 @@ def system_status() -> dict[str, Any]:
         },
         "database": "external" if settings.database_url else "embedded",
         "redis": "external" if settings.redis_url else "embedded",
-        "queues": queue_depths(),
+        "queues": queue_depths() if principal.user_id is None else {},
     }

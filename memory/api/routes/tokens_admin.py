@@ -1,9 +1,12 @@
 """Token management over HTTP (admin only): list, create (secret shown once), revoke.
 
-Invariants: an admin manages the tokens of its own tenant only (another tenant's token
-id answers 404); the secret is returned by the create call and never again (only its
-sha256 is stored); a token cannot revoke itself, so an admin cannot lock itself out by
-accident from the dashboard; every change is audited with the calling token as actor.
+Invariants: an admin manages only tokens it has authority over (`memory.access.tokens`):
+of its own tenant, and, for an admin bound to a user, only tokens bound to that user (a
+token it may not manage answers 404 and is not listed; creating one is 403; a create
+without user_id is bound to the caller's user). The secret is returned by the create call
+and never again (only its sha256 is stored); a token cannot revoke itself, so an admin
+cannot lock itself out by accident from the dashboard; every change is audited with the
+calling token as actor.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from memory.access.tokens import Principal, create_token, list_tokens, revoke_to
 from memory.api.deps import require_roles
 from memory.api.schemas import Identifier, Strict
 from memory.db import session_scope
-from memory.errors import InvalidInputError, NotFoundError
+from memory.errors import InvalidInputError
 
 router = APIRouter(tags=["tokens"])
 Admin = Annotated[Principal, Depends(require_roles("admin"))]
@@ -47,9 +50,9 @@ def token_out(token: ApiToken) -> dict[str, Any]:
 
 @router.get("/v1/tokens")
 def get_tokens(principal: Admin) -> dict[str, Any]:
-    """The tenant's tokens, oldest first, revoked ones included; never a secret."""
+    """The tokens the caller manages, oldest first, revoked ones included; never a secret."""
     with session_scope() as session:
-        tokens = list_tokens(session=session, tenant_id=principal.tenant_id)
+        tokens = list_tokens(session=session, by=principal)
         return {"tokens": [token_out(t) for t in tokens], "current": str(principal.token_id)}
 
 
@@ -63,7 +66,7 @@ def post_token(body: TokenIn, principal: Admin) -> dict[str, Any]:
             tenant_id=principal.tenant_id,
             name=body.name,
             user_id=body.user_id,
-            actor=principal.actor,
+            by=principal,
         )
         return {**token_out(token), "secret": secret}
 
@@ -74,8 +77,5 @@ def delete_token(token_id: uuid.UUID, principal: Admin) -> dict[str, Any]:
     if token_id == principal.token_id:
         raise InvalidInputError("a token cannot revoke itself", token_id=str(token_id))
     with session_scope() as session:
-        token = session.get(ApiToken, token_id)
-        if token is None or token.tenant_id != principal.tenant_id:
-            raise NotFoundError("no such token", token_id=str(token_id))
-        token = revoke_token(session=session, token_ref=str(token_id), actor=principal.actor)
+        token = revoke_token(session=session, token_ref=str(token_id), by=principal)
         return token_out(token)
