@@ -39,7 +39,6 @@ def pipeline_texts(turns: Sequence[Turn], settings: Settings) -> list[str]:
             role="user",
             agent_id="bench-agent",
             explicit={},
-            neighbours=[],  # neighbours only shape the lexical window, never embedded
             settings=settings,
         )
         out.append(draft.embed_text)

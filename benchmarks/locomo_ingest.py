@@ -18,7 +18,8 @@ from memory.config import get_settings
 from memory.db import session_scope
 from memory.episodes.pipeline import extract_episode
 from memory.episodes.service import EpisodeInput, capture_episodes
-from memory.links.pipeline import evolve_by_keywords, link_notes
+from memory.links.evolution import evolve_by_keywords
+from memory.links.pipeline import link_notes
 from memory.notes.embed import embed_pending_notes
 from memory.notes.pipeline import decide_notes
 

@@ -22,7 +22,7 @@ STAGES: dict[str, tuple[tuple[str, str], ...]] = {
     "decide (decide_notes)": (("decide_notes", "notes/pipeline"),),
     "  similar_notes query": (("similar_notes", "notes/similar"),),
     "  BM25 term index": (("activate_note_terms", "lexicon"), ("index_note_terms", "lexicon")),
-    "link + evolve": (("link_notes", "links/pipeline"), ("evolve_by_keywords", "links")),
+    "link + evolve": (("link_notes", "links/pipeline"), ("evolve_by_keywords", "links/evolution")),
     "SQL commit/flush": (("Session.commit", "sqlalchemy/orm"), ("Session.flush", "sqlalchemy/orm")),
     "compiled statements": (
         ("CompiledStatement.rows", "memory/db"),

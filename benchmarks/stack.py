@@ -124,7 +124,7 @@ class BenchStack:
     def _start_database(self) -> None:
         from memory.config import reset_settings_cache
         from memory.db import dispose_engines, sqlalchemy_url
-        from memory.ops.migrations import upgrade_database
+        from memory.ops.migrations import rebuild_derived, upgrade_database
         from memory.runtime.embedded import start_postgres
 
         self._postgres_started = True
@@ -134,6 +134,8 @@ class BenchStack:
         reset_settings_cache()
         dispose_engines()
         upgrade_database(url=sqlalchemy_url(self.database_url))
+        # A kept home from an earlier version is upgraded as `muma up` would.
+        rebuild_derived(lambda line: print(line, flush=True))
 
     def _stop_postgres(self) -> None:
         """Release pgserver's handle (it stops the server), else stop it with pg_ctl."""

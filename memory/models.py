@@ -5,7 +5,7 @@ from memory.commons.models import TransactiveEntry
 from memory.conflicts.models import Conflict
 from memory.db import Base
 from memory.episodes.models import Episode
-from memory.links.models import Link
+from memory.links.models import Contribution, Link
 from memory.notes.models import LexiconTerm, LexiconTotal, Note, NoteSource, Tombstone
 from memory.ops.models import AuditEvent, DeadLetter
 
@@ -15,6 +15,7 @@ __all__ = [
     "AuditEvent",
     "Base",
     "Conflict",
+    "Contribution",
     "DeadLetter",
     "Episode",
     "LexiconTerm",

@@ -13,6 +13,9 @@ from sqlalchemy.dialects.postgresql import ARRAY, UUID
 EMBEDDING_DIMENSION = 384
 # BERT's WordPiece vocabulary: the terms of the learned sparse vectors (SPLADE-tiny).
 SPARSE_DIMENSION = 30522
+# The rule a note's derived fields (windows, evolved keywords, tags, context) are built
+# under; notes built under an earlier one are rebuilt (migration 0012).
+DERIVED_VERSION = 2
 
 ROLES = ("user", "assistant", "tool", "system")
 EPISODE_STATUSES = ("queued", "processing", "done", "failed")

@@ -64,6 +64,13 @@ def schedule_entries(settings: Settings) -> list[ScheduleEntry]:
             task="tasks.maintenance.fill_sparse_vectors",
             every=timedelta(days=1),
         ),
+        # Notes derived under an earlier rule (an upgrade whose `muma db upgrade` did not
+        # finish the rebuild): the chain of batches ends when none is left.
+        ScheduleEntry(
+            name="rebuild-derived",
+            task="tasks.maintenance.rebuild_derived",
+            every=timedelta(hours=1),
+        ),
         ScheduleEntry(
             name="sleep-cycle",
             task="tasks.sleep.sleep_all_users",

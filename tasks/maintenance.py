@@ -58,6 +58,20 @@ def build_user_graphs(self: DbTask) -> dict[str, int]:
 
 
 SPARSE_FILL_BATCH = 200
+REBUILD_SESSIONS = 20
+
+
+@app.task(base=DbTask, bind=True, name="tasks.maintenance.rebuild_derived")
+def rebuild_derived(self: DbTask) -> int:
+    """Rebuild a batch of notes derived under an earlier rule (memory.notes.rederive),
+    then the next batch; a no-op once `muma db upgrade` has done them all."""
+    from memory.notes.rederive import rebuild_derived_batch
+
+    with self.session() as session:
+        batch = rebuild_derived_batch(session=session, sessions=REBUILD_SESSIONS)
+    if batch.sessions:
+        rebuild_derived.apply_async()  # more may follow: keep going
+    return batch.notes
 
 
 @app.task(base=DbTask, bind=True, name="tasks.maintenance.fill_sparse_vectors")

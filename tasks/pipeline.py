@@ -21,7 +21,9 @@ from memory.commons.events import publish_events
 from memory.config import Settings, get_settings
 from memory.episodes.pipeline import claim_queued_episode, extract_episode
 from memory.errors import TransientError
-from memory.links.pipeline import evolve_by_keywords, evolve_with_llm, link_notes
+from memory.links.evolution import evolve_by_keywords
+from memory.links.evolution_llm import evolve_with_llm
+from memory.links.pipeline import link_notes
 from memory.notes.embed import embed_pending_notes
 from memory.notes.pipeline import decide_notes, note_event_payloads
 from memory.types import utcnow

@@ -16,6 +16,7 @@ from sqlalchemy import ColumnElement, String, and_, any_, bindparam, false, func
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
+from memory.access.audience import require_agent_id
 from memory.access.models import Agent
 from memory.config import Settings
 from memory.db import CompiledStatement
@@ -146,6 +147,7 @@ def agent_viewer(
     *, session: Session, settings: Settings, tenant_id: str, user_id: str, agent_id: str
 ) -> Viewer:
     """An agent's view: its domains and canSeePrivate from the agents table or settings."""
+    require_agent_id(agent_id)
     rows = _agent_statement().rows(session, {"tenant_id": tenant_id, "agent_id": agent_id})
     row = rows[0] if rows else None
     configured = settings.agent_memory.get(agent_id)
@@ -165,3 +167,4 @@ def _agent_statement() -> CompiledStatement:
             Agent.agent_id == bindparam("agent_id", type_=String),
         )
     )
+

@@ -1,4 +1,4 @@
-"""`muma db upgrade|downgrade|current|user-graphs`."""
+"""`muma db upgrade|downgrade|current|rebuild-derived|user-graphs`."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from memory.ops.migrations import (
     current_revision,
     downgrade_database,
     head_revision,
+    rebuild_derived,
     upgrade_database,
 )
 
@@ -26,9 +27,35 @@ def db() -> None:
 @db.command()
 @click.argument("revision", default="head")
 def upgrade(revision: str) -> None:
-    """Upgrade the schema to REVISION (default: head)."""
+    """Upgrade the schema to REVISION (default: head), then rebuild what an earlier
+    version derived under rules since tightened (see `muma db rebuild-derived`)."""
     upgrade_database(revision)
     console.print(f"schema at {current_revision()}")
+    if revision == "head":
+        rebuild_derived(console.print)
+
+
+@db.command("rebuild-derived")
+@click.option("--dry-run", is_flag=True, help="count the notes to rebuild, change nothing")
+def rebuild_derived_command(dry_run: bool) -> None:
+    """Rebuild windows, evolved keywords, tags and context of notes derived under an
+    earlier rule, so that none holds content its readers may not read.
+
+    \b
+    `muma db upgrade` and `muma up` run it after the migrations; the maintenance queue
+    finishes what is left. Resumable: an interrupted run keeps every finished batch.
+    Example:
+      muma db rebuild-derived --dry-run
+    """
+    if dry_run:
+        from memory.db import session_scope
+        from memory.notes.rederive import count_stale_derived
+
+        with session_scope() as session:
+            console.print(f"{count_stale_derived(session=session):,} notes to rebuild")
+        return
+    if rebuild_derived(console.print) == 0:
+        console.print("nothing to rebuild")
 
 
 @db.command()

@@ -28,6 +28,7 @@ from memory.errors import InvalidInputError
 from memory.ops.export import FORMATS, export_chunks
 from memory.ops.export_files import read_export
 from memory.ops.imports import import_bundle
+from memory.ops.migrations import rebuild_derived
 
 
 @contextlib.contextmanager
@@ -123,3 +124,4 @@ def import_command(path: Path, tenant: str | None) -> None:
     console.print(table)
     tenant_name = tenant or bundle.header["tenant_id"]
     console.print(f"imported {bundle.header['user_id']} into tenant {tenant_name}")
+    rebuild_derived(console.print)

@@ -27,6 +27,7 @@ from memory.links.models import Link
 from memory.notes.admin import NotePatch, patch_note
 from memory.notes.lexicon import unindex_note_terms
 from memory.notes.models import Note, NoteSource
+from memory.notes.window_text import close_window
 from memory.ops.audit import record_event
 
 Keep = Literal["a", "b", "both"]
@@ -87,6 +88,7 @@ def _supersede(session: Session, loser: Note, winner: Note, now: datetime, actor
     if loser.status == "active":
         unindex_note_terms(session=session, notes=[loser])
     loser.valid_to, loser.superseded_by = now, winner.id
+    close_window(loser)
     session.add(
         Link(
             tenant_id=winner.tenant_id,

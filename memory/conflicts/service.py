@@ -27,6 +27,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import insert, select, text
 from sqlalchemy.orm import Session
 
+from memory.access.audience import Audience, audience_key
 from memory.clients.llm import LlmClient
 from memory.config import Settings
 from memory.conflicts.detect import Verdict, classify, classify_with_llm
@@ -212,8 +213,9 @@ def _store(
 def conflict_event_payloads(report: ConflictReport) -> list[dict[str, object]]:
     """`conflict.found` stream events for new open conflicts (published after commit).
 
-    The event carries the notes' audience when both share one; otherwise it is marked
-    user-only, so no agent learns of a note it may not see.
+    The event carries the notes' audience when both share one (memory.access.audience:
+    each may flow into the other); otherwise it is marked user-only, so no agent learns
+    of a note it may not see.
     """
     out: list[dict[str, object]] = []
     for candidate, verdict in report.found:
@@ -239,8 +241,4 @@ def conflict_event_payloads(report: ConflictReport) -> list[dict[str, object]]:
 
 
 def _audience(note: SourceNote) -> tuple[str, ...]:
-    if note.visibility == "scoped":
-        return ("scoped", note.domain)
-    if note.visibility == "private":
-        return ("private", note.agent_id)
-    return (note.visibility,)
+    return audience_key(Audience.of(note))

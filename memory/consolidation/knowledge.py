@@ -20,6 +20,7 @@ import numpy as np
 from sqlalchemy import insert, text
 from sqlalchemy.orm import Session
 
+from memory.access.audience import SYSTEM_AUTHORS, Audience, may_flow
 from memory.activation.model import initial_half_life, record_access
 from memory.clients.sparse_encoder import get_sparse_encoder
 from memory.config import Settings
@@ -31,8 +32,8 @@ from memory.notes.lexicon import apply_terms, index_note_terms, note_terms, unin
 from memory.notes.models import Note
 
 # Author of a knowledge note drawn from several agents' notes: no real agent, so the
-# "own notes" visibility rule never widens who can read it.
-CONSOLIDATION_AGENT = "muma:consolidation"
+# "own notes" visibility rule never widens who can read it (audience.SYSTEM_AUTHORS).
+CONSOLIDATION_AGENT = next(iter(SYSTEM_AUTHORS))
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,11 @@ def build_note(cluster: Cluster, summary: Summary, *, now: datetime, settings: S
         embedding_model=sources[0].embedding_model,
         sparse_embedding=note_sparse_vector(get_sparse_encoder(settings), None, summary.content),
     )
+    # Clusters are formed within one access class, so every source may flow into the
+    # summary (memory.access.audience); should one not, only the user may read it.
+    target = Audience.of(note)
+    if not all(may_flow(Audience.of(s), target) for s in sources):
+        note.visibility = "user-only"
     apply_terms(note, note_terms(note))
     return note
 

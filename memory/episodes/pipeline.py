@@ -26,7 +26,6 @@ from memory.config import Settings
 from memory.db import CompiledStatement
 from memory.episodes.extraction import ExtractedFact, extract_facts
 from memory.episodes.models import Episode
-from memory.episodes.neighbours import neighbour_lines
 from memory.notes.construct import NoteDraft, construct_note
 from memory.notes.models import Note, NoteSource
 from memory.types import NOTE_KINDS, Timestamp, Uuid, utcnow
@@ -148,14 +147,12 @@ def extract_episode(
     if not facts:
         _finish(episode, "NOOP")
         return []
-    neighbours = neighbour_lines(session, episode)
     drafts = [
         construct_note(
             fact,
             role=episode.role,
             agent_id=episode.agent_id,
             explicit=episode.options,
-            neighbours=neighbours,
             settings=settings,
         )
         for fact in facts

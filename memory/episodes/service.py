@@ -19,6 +19,7 @@ from sqlalchemy import bindparam, func, or_, select, update
 from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.orm import Session
 
+from memory.access.audience import require_agent_id
 from memory.db import CompiledStatement
 from memory.episodes.models import Episode
 from memory.types import EPISODE_STATUSES, utcnow
@@ -48,6 +49,7 @@ def capture_episodes(
     ids_by_key: dict[str, uuid.UUID] = {}
     result: list[tuple[uuid.UUID, bool]] = []
     for item in episodes:
+        require_agent_id(item.agent_id)
         key = item.idempotency_key
         if key is not None and key in ids_by_key:  # the same key twice in one batch
             result.append((ids_by_key[key], False))

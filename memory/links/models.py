@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import CheckConstraint, Float, ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy import CheckConstraint, Float, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from memory.db import Base
@@ -30,4 +30,34 @@ class Link(Base):
     kind: Mapped[str] = mapped_column(String(16), default="related")
     weight: Mapped[float] = mapped_column(Float, default=0.0)
     created_by: Mapped[str] = mapped_column(String(16), default="pipeline")
+    created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)
+
+
+class Contribution(Base):
+    """What evolution copied from one note into another: a keyword, a tag, or (field
+    `context`, value empty) the context line an LLM rewrote in light of the source.
+
+    Invariants: a row exists exactly while its value, copied from `source_id`, is in the
+    target's keywords or tags (or the target's context is the rewritten one); a value the
+    target already held is never recorded, so withdrawing a source's rows removes only
+    what it added (memory.links.evolution); both notes belong to the row's tenant and
+    user, and the source may flow into the target (memory.access.audience).
+    """
+
+    __tablename__ = "note_contributions"
+    __table_args__ = (
+        CheckConstraint("field IN ('keyword', 'tag', 'context')", name="field"),
+        Index("ix_note_contributions_source", "source_id"),
+    )
+
+    target_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("notes.id", ondelete="CASCADE"), primary_key=True
+    )
+    field: Mapped[str] = mapped_column(String(8), primary_key=True)
+    value: Mapped[str] = mapped_column(Text, primary_key=True)
+    source_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("notes.id", ondelete="CASCADE"), primary_key=True
+    )
+    tenant_id: Mapped[str] = mapped_column(String(128))
+    user_id: Mapped[str] = mapped_column(String(128))
     created_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)

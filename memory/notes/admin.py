@@ -5,7 +5,9 @@ Invariants:
   may be edited; anything else is NotFoundError (invisible) or ConflictError (closed).
   The note row is locked (FOR UPDATE) for the edit, so concurrent edits serialise.
 - An agent viewer may change `visibility` or `domain` (who can see the note) only on
-  notes it authored, so no agent can widen the audience of another agent's note.
+  notes it authored, so no agent can widen the audience of another agent's note. A new
+  audience refreshes the windows around the note and withdraws what evolution copied
+  into it or out of it that may no longer flow (memory.access.audience).
 - visibility, pinned, tags, domain and kind change in place; a content change closes the
   current version (valid_to, superseded_by) and writes version+1 with the same lineage,
   the same author, turn and provenance, a `supersedes` link, an embedding computed here
@@ -32,6 +34,7 @@ from memory.clients.sparse_encoder import get_sparse_encoder
 from memory.config import Settings
 from memory.episodes.models import Episode
 from memory.errors import AccessDeniedError, ConflictError, InvalidInputError
+from memory.links.evolution import withdraw_disallowed
 from memory.links.models import Link
 from memory.notes.construct import (
     extract_keywords,
@@ -43,7 +46,8 @@ from memory.notes.embed import note_sparse_vector
 from memory.notes.lexicon import apply_terms, index_note_terms, note_terms, unindex_note_terms
 from memory.notes.models import Note, NoteSource
 from memory.notes.service import get_visible_note
-from memory.notes.window import lock_note_windows, refresh_window_vectors
+from memory.notes.window import lock_note_windows, refresh_windows
+from memory.notes.window_text import close_window
 from memory.ops.audit import record_event
 from memory.types import NOTE_KINDS, VISIBILITIES, utcnow
 
@@ -113,8 +117,13 @@ def patch_note(
     """Apply `patch`; return the current version afterwards and {field: {old, new}}."""
     _validate(patch)
     note = get_visible_note(session=session, viewer=viewer, note_id=note_id)
-    if patch.content is not None:  # a new version refreshes windows: session lock first
+    # A new version or a new audience refreshes windows: the session lock comes first.
+    reaudience = any(getattr(patch, f) is not None for f in AUDIENCE_FIELDS)
+    seeds = (
         lock_note_windows(session=session, note_ids=[note.id])
+        if patch.content is not None or reaudience
+        else None
+    )
     # Serialise edits of one note: two concurrent revisions must not both close it.
     session.refresh(note, with_for_update=True)
     if note.status != "active" or note.valid_to is not None:
@@ -141,6 +150,11 @@ def patch_note(
         )
     else:
         _set_fields(note, in_place, settings)
+        if seeds is not None and any(f in in_place for f in AUDIENCE_FIELDS):
+            # Who may read the note changed: what its window and evolved words may hold,
+            # and which neighbours' may hold its words (memory.access.audience).
+            refresh_windows(session=session, seeds=seeds)
+            withdraw_disallowed(session=session, note_ids=[note.id])
     session.flush()
     record_event(
         session=session,
@@ -182,18 +196,6 @@ def _label(session: Session, note: Note) -> str:
     return speaker_label(note.speaker, role or "user", note.agent_id)
 
 
-def _revised_texts(old: Note, label: str, content: str) -> tuple[str, str, str]:
-    """(index_text, window_text, embed_text) of a new version: construct's `indexed_texts`
-    without neighbours, except that a window built from the old content keeps its
-    neighbours and date words (only the own line is swapped)."""
-    index_text, window_text, embed_text = indexed_texts(label, content, (), old.occurred_at)
-    previous_own = f"{label}: {old.content}"
-    old_window = old.window_text or ""
-    if old_window.startswith(previous_own):
-        window_text = f"{label}: {content}" + old_window[len(previous_own) :]
-    return index_text, window_text, embed_text
-
-
 def _new_version(
     session: Session,
     old: Note,
@@ -204,7 +206,8 @@ def _new_version(
     created_by: str,
 ) -> Note:
     label = _label(session, old)
-    index_text, window_text, embed_text = _revised_texts(old, label, content)
+    # The window is the own line until refresh_windows below adds the neighbours.
+    index_text, window_text, embed_text = indexed_texts(label, content, old.occurred_at)
     embedding = embedder.embed_one(embed_text)
     now = utcnow()
     new = Note(
@@ -235,12 +238,12 @@ def _new_version(
     session.add(new)
     session.flush()  # the new row first: superseded_by and the link point at it
     old.valid_to, old.superseded_by = now, new.id
+    close_window(old)
     _carry_provenance(session, old, new, created_by)
     index_note_terms(session=session, notes=[new])
     session.flush()  # the old version closed: the window reads the current versions only
-    refresh_window_vectors(
-        session=session, seeds=lock_note_windows(session=session, note_ids=[new.id])
-    )
+    seeds = lock_note_windows(session=session, note_ids=[new.id])
+    refresh_windows(session=session, seeds=seeds)
     return new
 
 

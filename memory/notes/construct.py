@@ -10,6 +10,8 @@ Invariants:
 - `index_text`, `window_text` and `embed_text` always start with "Speaker: content", so
   the lexical and dense routes see who said it; index and window texts end with the
   date words of `occurred_at` (retrieval-notes.md: speaker and date in the indexed text).
+  A draft's window is its own line: the decide stage adds the neighbours that may flow
+  into it (memory.notes.window), once their audience is known.
 - Visibility = explicit, else settings.visibility.domain_rules[domain], else the default.
 """
 
@@ -21,7 +23,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from memory.config import Settings
-from memory.episodes.extraction import ExtractedFact, extract_facts
+from memory.episodes.extraction import ExtractedFact
 from memory.errors import InvalidInputError
 from memory.notes.rules import (
     DOMAIN_LEXICON,
@@ -55,7 +57,6 @@ __all__ = [
     "extract_keywords",
     "indexed_texts",
     "make_context",
-    "neighbour_line",
     "rule_tags",
     "speaker_label",
     "ttl_expiry",
@@ -103,22 +104,6 @@ def speaker_label(speaker: str | None, role: str, agent_id: str) -> str:
     return {"user": "User", "assistant": agent_id or "Assistant", "tool": "Tool"}.get(
         role, role.capitalize() or "Unknown"
     )
-
-
-def neighbour_line(
-    content: str, *, role: str, speaker: str | None, agent_id: str, metadata: Mapping[str, Any]
-) -> str:
-    """A neighbour turn as window text ("Speaker: cleaned, resolved text"), "" if empty.
-
-    The pipeline maps the previous/next episodes of a session through this so windows
-    are built from the same cleaned text as the notes themselves.
-    """
-    facts = extract_facts(
-        content, role=role, speaker=speaker, occurred_at=datetime.min, metadata=metadata
-    )
-    if not facts:
-        return ""
-    return f"{speaker_label(speaker, role, agent_id)}: {' '.join(f.text for f in facts)}"
 
 
 def make_context(label: str, content: str) -> str:
@@ -171,17 +156,15 @@ def _dedup(items: Sequence[str]) -> tuple[str, ...]:
     return tuple(x for x in items if not (x.casefold() in seen or seen.add(x.casefold())))
 
 
-def indexed_texts(
-    label: str, content: str, neighbours: Sequence[str], occurred_at: datetime
-) -> tuple[str, str, str]:
-    """(index_text, window_text, embed_text): the own turn alone and with its neighbours
-    for the lexical routes, each with the date words; a short dated line to embed."""
+def indexed_texts(label: str, content: str, occurred_at: datetime) -> tuple[str, str, str]:
+    """(index_text, window_text, embed_text): the own turn with the date words for the
+    lexical routes (the window until the decide stage adds neighbours), and a short dated
+    line to embed."""
     dated = date_terms(occurred_at)
     own = f"{label}: {content}"
-    window = [own, *(n.strip() for n in neighbours if n and n.strip())]
     short_date = " ".join(dated.split()[:3])
     embed = f"{label}: {content[:EMBED_CONTENT_CHARS]} ({short_date})"
-    return f"{own} {dated}", "\n".join(window) + f" {dated}", embed
+    return f"{own} {dated}", f"{own} {dated}", embed
 
 
 def construct_note(
@@ -190,14 +173,9 @@ def construct_note(
     role: str,
     agent_id: str,
     explicit: Mapping[str, Any],
-    neighbours: Sequence[str],
     settings: Settings,
 ) -> NoteDraft:
-    """Build the note draft for one fact (see the module invariants).
-
-    `neighbours` are the adjacent turns of the same session as "Speaker: text" lines
-    (see `neighbour_line`), in conversational order; empty ones are ignored.
-    """
+    """Build the note draft for one fact (see the module invariants)."""
     label = speaker_label(fact.speaker, role, agent_id)
     content = fact.text
     stems = [stem(t) for t in content_tokens(content)]
@@ -213,9 +191,7 @@ def construct_note(
     if importance is None:
         importance = estimate_importance(content, kind, speaker=fact.speaker)
         importance = max(importance, 0.9) if pinned else importance
-    index_text, window_text, embed_text = indexed_texts(
-        label, content, neighbours, fact.occurred_at
-    )
+    index_text, window_text, embed_text = indexed_texts(label, content, fact.occurred_at)
     return NoteDraft(
         content=content,
         keywords=tuple(extract_keywords(content, exclude=[label])),

@@ -12,6 +12,7 @@ import re
 import uuid
 from dataclasses import dataclass
 
+from memory.access.audience import Audience
 from memory.clients.llm import LlmClient
 from memory.config import PipelineSettings
 
@@ -37,6 +38,9 @@ class Candidate:
     content: str
     speaker: str | None
     similarity: float
+    # Who reads it (memory.access.audience): the decide stage merges a note only into a
+    # note of the same audience.
+    audience: Audience
 
 
 @dataclass(frozen=True)

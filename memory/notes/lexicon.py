@@ -141,7 +141,8 @@ def _write_pending(session: Session) -> None:
                 "deltas": [pending.counts[k] for k in keys],
             },
         )
-    for key in sorted(pending.totals):
+    # A window change moves lengths without changing the document count.
+    for key in sorted(set(pending.totals) | set(pending.lengths)):
         tenant_id, user_id, name = key
         session.execute(
             text(
@@ -180,6 +181,35 @@ def activate_note_terms(*, session: Session, note: Note) -> dict[str, Any]:
     terms = note_terms(note)
     _count(session, note, terms, +1)
     return _term_columns(terms)
+
+
+def window_term_columns(
+    *,
+    session: Session,
+    tenant_id: str,
+    user_id: str,
+    old_text: str | None,
+    new_text: str,
+    counted: bool,
+) -> dict[str, Any]:
+    """The window columns of a note whose window text changes from `old_text` to
+    `new_text`; when the note is `counted` in the user's statistics (active and current),
+    its window terms move there too (written at commit). The note's own terms and its
+    place in the document count are unchanged."""
+    old, new = analyse(old_text or ""), analyse(new_text)
+    if counted:
+        pending: _Pending = session.info.setdefault(_PENDING, _Pending())
+        key = (tenant_id, user_id, "window")
+        pending.lengths[key] += len(new) - len(old)
+        for term in set(old):
+            pending.counts[(*key, term)] -= 1
+        for term in set(new):
+            pending.counts[(*key, term)] += 1
+    return {
+        "window_text": new_text,
+        "window_terms": tsvector_literal(new),
+        "window_term_count": len(new),
+    }
 
 
 def unindex_note_terms(*, session: Session, notes: Iterable[Note]) -> None:

@@ -20,6 +20,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    SmallInteger,
     String,
     Text,
     text,
@@ -30,6 +31,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from memory.db import Base
 from memory.notes.vectors import BinaryVector
 from memory.types import (
+    DERIVED_VERSION,
     EMBEDDING_DIMENSION,
     NOTE_KINDS,
     NOTE_STATUSES,
@@ -121,6 +123,9 @@ class Note(Base):
     # What the read path indexes, computed once at write time.
     index_text: Mapped[str | None] = mapped_column(Text)
     window_text: Mapped[str | None] = mapped_column(Text)
+    # Who may rank by the windows (text and vector): None any reader of the note, else
+    # these agents (memory.access.audience.window_readers; mirrored for the read path).
+    window_readers: Mapped[list[str] | None] = mapped_column(ARRAY(Text))
     embed_text: Mapped[str | None] = mapped_column(Text)
     # Scored through their mirror `note_terms` (kept by a trigger, migration 0009).
     index_terms: Mapped[Any | None] = mapped_column(TSVECTOR)
@@ -135,6 +140,10 @@ class Note(Base):
     # SPLADE-tiny's weights over WordPiece terms, scored for the read path's candidates in
     # the statement that reads their rows (migration 0011; no index).
     sparse_embedding: Mapped[Any | None] = mapped_column(SPARSEVEC(SPARSE_DIMENSION))
+    # The rule its derived fields (windows, evolved keywords, tags, context) were built
+    # under: below DERIVED_VERSION they are rebuilt (memory.notes.rederive, 0012).
+    # (A server default only: the write path's compiled INSERTs name their columns.)
+    derived_version: Mapped[int] = mapped_column(SmallInteger, server_default=str(DERIVED_VERSION))
 
 
 class NoteVector(Base):
@@ -197,6 +206,7 @@ class NoteWindowVector(Base):
     user_id: Mapped[str] = mapped_column(String(128), primary_key=True)
     note_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
     window_embedding: Mapped[Any] = mapped_column(BinaryVector(EMBEDDING_DIMENSION))
+    window_readers: Mapped[list[str] | None] = mapped_column(ARRAY(Text))
 
 
 class NoteTerms(Base):
@@ -241,6 +251,7 @@ class NoteTerms(Base):
     term_count: Mapped[int] = mapped_column(Integer)
     window_terms: Mapped[Any | None] = mapped_column(TSVECTOR)
     window_term_count: Mapped[int] = mapped_column(Integer)
+    window_readers: Mapped[list[str] | None] = mapped_column(ARRAY(Text))
 
 
 class NoteSource(Base):

@@ -1,6 +1,6 @@
 """Stages 4-5 of the write path: decide each embedded note (stage 3: memory.notes.embed).
 
-Invariants: a note's window vector is derived from its own and its neighbours' vectors
+Invariants: a note's windows (vector and text) are derived from its own and its neighbours'
 when it is decided (memory.notes.window); a note is decided only while `pending` (its
 lock is awaited, then the state re-checked), so a redelivered task is a no-op; UPDATE
 and DELETE close the old version (valid_to, superseded_by) and never overwrite it; a
@@ -23,6 +23,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
+from memory.access.audience import Audience, audience_key
 from memory.activation.model import record_access
 from memory.clients.llm import LlmClient
 from memory.config import Settings
@@ -35,12 +36,14 @@ from memory.notes.models import Note, NoteSource
 from memory.notes.similar import BatchCandidates
 from memory.notes.vectors import VectorParam
 from memory.notes.window import (
+    WindowChanges,
     WindowSeeds,
     changed_windows,
     lock_note_windows,
-    refresh_window_vectors,
+    refresh_windows,
     store_windows,
 )
+from memory.notes.window_text import TextWindow, close_window
 from memory.notes.writes import note_update
 from memory.ops.audit import record_event
 from memory.types import id_in_param, utcnow
@@ -84,12 +87,15 @@ def decide_notes(
     batch = BatchCandidates(session, notes, SIMILAR_LIMIT)
     for note in notes:
         episode_ids = sources.get(note.id, [])
-        candidates = batch.for_note(note)
+        # A merge or an update carries one note's content to the other's readers: only
+        # within one audience (memory.access.audience).
+        own = audience_key(Audience.of(note))
+        candidates = [c for c in batch.for_note(note) if audience_key(c.audience) == own]
         if llm is not None:
             decision = decide_with_llm(llm, note.content, candidates)
         else:
             decision = decide_by_rules(note.content, note.speaker, candidates, settings.pipeline)
-        active_id = _apply(session, note, decision, episode_ids, windows.get(note.id))
+        active_id = _apply(session, note, decision, episode_ids, windows)
         batch.record(note, decision)
         outcomes.append(Outcome(note.id, decision, active_id))
         for episode_id in episode_ids:
@@ -103,7 +109,7 @@ def decide_notes(
     if any(outcome.decision.action != "ADD" for outcome in outcomes):
         # A merged (NOOP), closed (UPDATE) or deleted note left its neighbours' windows.
         # After ADDs alone the neighbours are those the windows above were computed from.
-        refresh_window_vectors(session=session, seeds=seeds)
+        refresh_windows(session=session, seeds=seeds)
     return outcomes
 
 
@@ -126,13 +132,14 @@ def _sources_statement() -> CompiledStatement:
     )
 
 
-def _batch_windows(session: Session, seeds: WindowSeeds, notes: list[Note]) -> dict[uuid.UUID, Any]:
+def _batch_windows(session: Session, seeds: WindowSeeds, notes: list[Note]) -> WindowChanges:
     """New windows of the batch's notes, to be set with their decisions (so each row is
     written once here); those of neighbours outside the batch are written now."""
-    windows = changed_windows(session=session, seeds=seeds)
+    changes = changed_windows(session=session, seeds=seeds)
     batch = {note.id for note in notes}
-    store_windows(session=session, windows={k: v for k, v in windows.items() if k not in batch})
-    return {k: v for k, v in windows.items() if k in batch}
+    store_windows(session=session, changes=changes.without(batch))
+    outside = set(changes.rows) - batch
+    return changes.without(outside)
 
 
 def _apply(
@@ -140,9 +147,9 @@ def _apply(
     note: Note,
     decision: Decision,
     episode_ids: list[uuid.UUID],
-    window: np.ndarray | None,
+    windows: WindowChanges,
 ) -> uuid.UUID | None:
-    """Apply the decision; a new window (None: unchanged) is written with the note."""
+    """Apply the decision; the note's new windows (if changed) are written with it."""
     now = utcnow()
     target = session.get(Note, decision.target_id) if decision.target_id else None
     if decision.action == "NOOP" and target is not None:
@@ -158,10 +165,9 @@ def _apply(
     if decision.action in ("UPDATE", "DELETE") and target is not None:
         _close(session, target, now, superseded_by=note.id if decision.action == "UPDATE" else None)
         if decision.action == "DELETE":
-            if window is not None:
-                note.window_embedding = window
             note.status = "deleted"
             note.valid_to = now
+            close_window(note)
             _audit(session, target, "note.invalidated", decision)
             return None
         note.lineage_id, note.version = target.lineage_id, target.version + 1
@@ -175,20 +181,27 @@ def _apply(
                 weight=1.0,
             )
         )
-    _activate(session, note, window)
+    _activate(session, note, windows.vectors.get(note.id), windows.texts.get(note.id))
     _audit(
         session, note, "note.created" if decision.action != "UPDATE" else "note.updated", decision
     )
     return note.id
 
 
-def _activate(session: Session, note: Note, window: np.ndarray | None) -> None:
-    """The note becomes active with its terms (and new window) in one compiled UPDATE;
+def _activate(
+    session: Session, note: Note, window: np.ndarray | None, text: TextWindow | None
+) -> None:
+    """The note becomes active with its terms (and new windows) in one compiled UPDATE;
     the loaded object is kept in step, so the ORM does not write these columns again."""
+    if text is not None:
+        set_committed_value(note, "window_text", text[0])
+        set_committed_value(note, "window_readers", text[1])
     values: dict[str, Any] = {
         "status": "active",
         "updated_at": utcnow(),
         **activate_note_terms(session=session, note=note),
+        "window_text": note.window_text,
+        "window_readers": note.window_readers,
     }
     bound = dict(values)
     if window is not None:
@@ -213,6 +226,7 @@ def _close(session: Session, note: Note, now, *, superseded_by: uuid.UUID | None
         unindex_note_terms(session=session, notes=[note])
     note.valid_to = now
     note.superseded_by = superseded_by
+    close_window(note)
     # Flush the new row first so the superseded_by foreign key points at a stored note.
     session.flush()
 

@@ -17,6 +17,7 @@ from memory.errors import NotFoundError
 from memory.links.models import Link
 from memory.notes.lexicon import unindex_note_terms
 from memory.notes.models import Note, NoteSource
+from memory.notes.window_text import close_window
 from memory.ops.audit import record_event
 from memory.types import id_in, id_in_param, utcnow
 
@@ -123,6 +124,7 @@ def forget_note(
         unindex_note_terms(session=session, notes=[note])
     note.status = "deleted"
     note.valid_to = note.valid_to or utcnow()
+    close_window(note)
     record_event(
         session=session,
         tenant_id=note.tenant_id,

@@ -18,6 +18,7 @@ import numpy as np
 from sqlalchemy import Integer, String, bindparam, func, select, true
 from sqlalchemy.orm import Session, aliased
 
+from memory.access.audience import Audience
 from memory.db import CompiledStatement
 from memory.notes.decide import Candidate, Decision
 from memory.notes.models import Note, NoteVector
@@ -72,6 +73,9 @@ def _similar_statement(status: str | None) -> CompiledStatement:
             other.id,
             other.content,
             other.speaker,
+            other.visibility,
+            other.domain,
+            other.agent_id,
             nearest.c.similarity,
         )
         .select_from(query)
@@ -146,7 +150,13 @@ def similar_notes(
             candidates = found.setdefault(row.query_id, [])
             if row.id is not None and float(row.similarity) >= min_similarity:
                 candidates.append(
-                    Candidate(row.id, row.content, row.speaker, float(row.similarity))
+                    Candidate(
+                        row.id,
+                        row.content,
+                        row.speaker,
+                        float(row.similarity),
+                        Audience(row.visibility, row.domain, row.agent_id),
+                    )
                 )
     for candidates in found.values():
         # Iterative HNSW scans in relaxed order may return neighbours slightly out of order.
@@ -183,7 +193,7 @@ class BatchCandidates:
             return again.get(note.id, [])
         row = self.cosines[self.row[note.id]]
         earlier = [
-            Candidate(n.id, n.content, n.speaker, float(row[self.row[n.id]]))
+            Candidate(n.id, n.content, n.speaker, float(row[self.row[n.id]]), Audience.of(n))
             for n in self.activated
             if n.valid_to is None  # not closed by a later note of the batch
             and (n.tenant_id, n.user_id) == (note.tenant_id, note.user_id)

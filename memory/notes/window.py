@@ -1,4 +1,5 @@
-"""Window vectors: a note's own embedding blended with its neighbour turns' embeddings.
+"""Windows: a note with its neighbour turns, as a vector (`dense_window`) and as text
+(`bm25_window`, memory.notes.window_text).
 
 The `dense_window` route scores the notes the other routes found by their conversational
 context (memory.retrieval.candidates; no index is built on these vectors). The window
@@ -6,18 +7,22 @@ vector is derived from vectors the pipeline computes anyway, with no embedder ca
 
     window(n) = normalise(W0 * e(n) + sum_k Wk * (t(-k) + t(+k))),  k = 1 .. TURNS_EACH_SIDE
 
-where e(n) is the note's own embedding and t(±k) the mean embedding of the notes of the
-k-th turn before / after n's turn in the same session (a missing turn adds nothing).
+where e(n) is the note's own embedding and t(±k) the mean embedding of the neighbours of
+the k-th turn before / after n's turn in the same session (a turn with none adds nothing).
 Embedding a second, neighbour-window text instead cost ~3x the CPU of the note's own text
 (benchmarks/README.md "## Ingest").
 
 Invariants:
-- Neighbours are the current versions (valid_to IS NULL, not deleted) with an embedding
-  and a turn_seq in the same (tenant, user, session), counted by distinct turn_seq; a
-  note without a session or turn has its own vector as window.
-- `refresh_window_vectors` recomputes from the stored rows, so it is idempotent; it
-  refreshes the windows of the seeds' turns and of the TURNS_EACH_SIDE turns on either
-  side, so a note decided later refreshes its earlier neighbours.
+- The turns of a session are the distinct turn_seq of its current versions (valid_to IS
+  NULL, not deleted) with an embedding; a note without a session or turn has its own
+  vector and line as window.
+- A note's neighbours are the notes of the TURNS_EACH_SIDE turns before and after its
+  own that may flow into it (memory.access.audience.may_flow): a window never holds or
+  is ranked by content that a reader of the note may not read. A turn whose notes may
+  not flow into it keeps its place (its weight is not given to a farther turn).
+- `refresh_windows` recomputes from the stored rows, so it is idempotent; it refreshes
+  the windows of the seeds' turns and of the TURNS_EACH_SIDE turns on either side, so a
+  note decided, revised, re-audienced or erased later refreshes its neighbours.
 - Refreshes of one session are serialised by a transaction-level advisory lock taken by
   `lock_note_windows` before the caller locks any note row: the refresh that runs last
   sees every neighbour embedded and committed before it, so no window keeps a stale
@@ -40,31 +45,27 @@ import numpy as np
 from sqlalchemy import (
     ARRAY,
     BigInteger,
-    ColumnElement,
-    Integer,
-    String,
-    and_,
     bindparam,
-    func,
     select,
     text,
 )
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
+from memory.access.audience import Audience, in_window, window_readers
 from memory.db import CompiledStatement
 from memory.notes.models import Note
-from memory.notes.vectors import VectorParam, binary_vector, parse_vector
-from memory.notes.writes import note_update
-from memory.types import id_in_param, utcnow
+from memory.notes.vectors import VectorParam
+from memory.notes.window_rows import SessionKey, WindowRow, parse_row, row_columns, session_rows
+from memory.notes.window_text import TextWindow, compose_window_text, store_window_texts
+from memory.notes.writes import note_derived_update
+from memory.types import id_in_param
 
 # Weights of the note's own vector and of the k-th turn before and after it, nearest
 # weighted most (chosen on LoCoMo recall: benchmarks/README.md "## Ingest").
 WINDOW_WEIGHTS: tuple[float, ...] = (1.0, 0.5, 0.25)
 TURNS_EACH_SIDE = len(WINDOW_WEIGHTS) - 1
 _TOLERANCE = 1e-6
-
-SessionKey = tuple[str, str, str]  # (tenant_id, user_id, session_id)
 
 
 @dataclass(frozen=True)
@@ -77,16 +78,18 @@ class WindowSeeds:
 
 def window_vector(
     own: np.ndarray,
-    before: Sequence[np.ndarray],
-    after: Sequence[np.ndarray],
+    before: Sequence[np.ndarray | None],
+    after: Sequence[np.ndarray | None],
     weights: Sequence[float] = WINDOW_WEIGHTS,
 ) -> np.ndarray:
     """The unit window vector of a note from its own vector and its neighbour turns'
-    vectors, each side nearest first (at most len(weights) - 1 are used per side)."""
+    vectors, each side nearest first (at most len(weights) - 1 are used per side; a None
+    turn adds nothing and keeps its weight)."""
     total = weights[0] * np.asarray(own, dtype=np.float32)
     for side in (before, after):
         for weight, vector in zip(weights[1:], side, strict=False):
-            total = total + weight * np.asarray(vector, dtype=np.float32)
+            if vector is not None:
+                total = total + weight * np.asarray(vector, dtype=np.float32)
     norm = float(np.linalg.norm(total))
     return (total / norm if norm > 0 else total).astype(np.float32)
 
@@ -130,83 +133,24 @@ def _lock_statement() -> CompiledStatement:
     )
 
 
-def _eligible() -> ColumnElement[bool]:
-    """A session's notes that count as window neighbours (the key given as parameters)."""
-    return and_(
-        Note.tenant_id == bindparam("window_tenant_id", type_=String),
-        Note.user_id == bindparam("window_user_id", type_=String),
-        Note.session_id == bindparam("window_session_id", type_=String),
-        Note.turn_seq.is_not(None),
-        Note.embedding.is_not(None),
-        Note.valid_to.is_(None),
-        Note.status != "deleted",
-    )
+@dataclass
+class WindowChanges:
+    """Windows that differ from the stored ones, by note id, and the rows they belong to."""
 
+    vectors: dict[uuid.UUID, np.ndarray] = field(default_factory=dict)
+    # (text, who may rank by the window: memory.access.audience.window_readers)
+    texts: dict[uuid.UUID, TextWindow] = field(default_factory=dict)
+    rows: dict[uuid.UUID, Any] = field(default_factory=dict)
 
-@dataclass(frozen=True)
-class _Row:
-    """A neighbour note as the window arithmetic reads it (vectors parsed from binary)."""
+    def __bool__(self) -> bool:
+        return bool(self.vectors or self.texts)
 
-    id: uuid.UUID
-    turn_seq: int
-    embedding: Any
-    window_embedding: Any
-
-
-def _session_rows(session: Session, key: SessionKey, seeds: frozenset[int]) -> list[Any]:
-    """The eligible notes from 2 * TURNS_EACH_SIDE distinct turns before the first seed to
-    as many after the last: every turn a refreshed window reads."""
-    tenant_id, user_id, session_id = key
-    rows = _session_rows_statement().rows(
-        session,
-        {
-            "window_tenant_id": tenant_id,
-            "window_user_id": user_id,
-            "window_session_id": session_id,
-            "first_seed": min(seeds),
-            "last_seed": max(seeds),
-        },
-    )
-    return [
-        _Row(row.id, row.turn_seq, parse_vector(row.embedding), parse_vector(row.window_embedding))
-        for row in rows
-    ]
-
-
-@cache
-def _session_rows_statement() -> CompiledStatement:
-    reach = 2 * TURNS_EACH_SIDE
-    scope = _eligible()
-    first = bindparam("first_seed", type_=Integer)
-    last = bindparam("last_seed", type_=Integer)
-    before = (
-        select(Note.turn_seq)
-        .where(scope, Note.turn_seq < first)
-        .distinct()
-        .order_by(Note.turn_seq.desc())
-        .limit(reach)
-        .subquery()
-    )
-    after = (
-        select(Note.turn_seq)
-        .where(scope, Note.turn_seq > last)
-        .distinct()
-        .order_by(Note.turn_seq)
-        .limit(reach)
-        .subquery()
-    )
-    low = func.coalesce(select(func.min(before.c.turn_seq)).scalar_subquery(), first)
-    high = func.coalesce(select(func.max(after.c.turn_seq)).scalar_subquery(), last)
-    return CompiledStatement(
-        select(
-            Note.id,
-            Note.turn_seq,
-            binary_vector(Note.embedding, "embedding"),
-            binary_vector(Note.window_embedding, "window_embedding"),
+    def without(self, note_ids: set[uuid.UUID]) -> WindowChanges:
+        return WindowChanges(
+            {k: v for k, v in self.vectors.items() if k not in note_ids},
+            {k: v for k, v in self.texts.items() if k not in note_ids},
+            self.rows,
         )
-        .where(scope, Note.turn_seq.between(low, high))
-        .order_by(Note.turn_seq, Note.id)
-    )
 
 
 def _affected(turn_list: list[int], seeds: frozenset[int]) -> set[int]:
@@ -221,61 +165,104 @@ def _affected(turn_list: list[int], seeds: frozenset[int]) -> set[int]:
     return out
 
 
-def _session_windows(rows: list[Any], seeds: frozenset[int]) -> dict[uuid.UUID, np.ndarray]:
-    """New windows of the affected notes that differ from the stored ones."""
-    by_turn: dict[int, list[Any]] = defaultdict(list)
-    for row in rows:
-        by_turn[int(row.turn_seq)].append(row)
-    turn_list = sorted(by_turn)
-    means = [
-        np.mean([np.asarray(r.embedding, dtype=np.float32) for r in by_turn[t]], axis=0)
-        for t in turn_list
-    ]
-    changed: dict[uuid.UUID, np.ndarray] = {}
-    for index in _affected(turn_list, seeds):
-        before = [means[i] for i in range(index - 1, index - 1 - TURNS_EACH_SIDE, -1) if i >= 0]
-        after = means[index + 1 : index + 1 + TURNS_EACH_SIDE]
-        for row in by_turn[turn_list[index]]:
-            window = window_vector(row.embedding, before, after, WINDOW_WEIGHTS)
-            stored = row.window_embedding
-            if stored is None or not np.allclose(stored, window, rtol=0, atol=_TOLERANCE):
-                changed[row.id] = window
-    return changed
+@dataclass(frozen=True)
+class _Neighbour:
+    """One turn's notes that may flow into a given audience."""
+
+    mean: np.ndarray | None
+    lines: list[str]
+    audiences: list[Audience]
 
 
-def changed_windows(*, session: Session, seeds: WindowSeeds) -> dict[uuid.UUID, np.ndarray]:
+class _Turns:
+    """A session's rows by turn, with each turn's neighbours as a given note may use them
+    (the notes that may join its window), computed once per turn and audience."""
+
+    def __init__(self, rows: list[WindowRow]) -> None:
+        self.by_turn: dict[int, list[WindowRow]] = defaultdict(list)
+        for row in rows:
+            self.by_turn[row.turn_seq].append(row)
+        self.turn_list = sorted(self.by_turn)
+        self._cache: dict[tuple[int, Audience], _Neighbour] = {}
+
+    def neighbour(self, index: int, into: Audience) -> _Neighbour:
+        # Keyed by the whole audience: which notes may join depends on the author too.
+        key = (index, into)
+        if key not in self._cache:
+            rows = [r for r in self.by_turn[self.turn_list[index]] if in_window(r.audience, into)]
+            mean = (
+                np.mean([np.asarray(r.embedding, dtype=np.float32) for r in rows], axis=0)
+                if rows
+                else None
+            )
+            self._cache[key] = _Neighbour(mean, [r.line for r in rows], [r.audience for r in rows])
+        return self._cache[key]
+
+    def window(self, index: int, row: WindowRow) -> tuple[np.ndarray, TextWindow]:
+        """The window vector and (text, readers) of `row`, whose turn is `turn_list[index]`."""
+        count = len(self.turn_list)
+        before = [self.neighbour(i, row.audience) for i in _side(index, -1, count)]
+        after = [self.neighbour(i, row.audience) for i in _side(index, +1, count)]
+        vector = window_vector(row.embedding, [b.mean for b in before], [a.mean for a in after])
+        lines: list[str] = []
+        for k in range(TURNS_EACH_SIDE):  # nearest turn first, previous before next
+            for side in (before, after):
+                if k < len(side):
+                    lines += side[k].lines
+        sources = [a for n in (*before, *after) for a in n.audiences]
+        gate = window_readers(row.audience, sources)
+        return vector, (compose_window_text(row.line, lines, row.occurred_at), gate)
+
+
+def _side(index: int, step: int, count: int) -> list[int]:
+    """Indexes of the TURNS_EACH_SIDE turns before (step -1) or after (+1), nearest first."""
+    out = [index + step * k for k in range(1, TURNS_EACH_SIDE + 1)]
+    return [i for i in out if 0 <= i < count]
+
+
+def _note_changes(
+    changes: WindowChanges, row: WindowRow, vector: np.ndarray, text: TextWindow
+) -> None:
+    stored = row.window_embedding
+    if stored is None or not np.allclose(stored, vector, rtol=0, atol=_TOLERANCE):
+        changes.vectors[row.id] = vector
+    if text != (row.window_text, row.window_readers):
+        changes.texts[row.id] = text
+    changes.rows[row.id] = row
+
+
+def changed_windows(*, session: Session, seeds: WindowSeeds) -> WindowChanges:
     """The windows around `seeds` (see the module invariants) that differ from the stored
     ones, computed from the stored rows; nothing is written."""
-    changed: dict[uuid.UUID, np.ndarray] = {}
+    changes = WindowChanges()
     for key in sorted(seeds.turns):
-        rows = _session_rows(session, key, seeds.turns[key])
-        changed.update(_session_windows(rows, seeds.turns[key]))
+        turns = _Turns(session_rows(session, key, seeds.turns[key], TURNS_EACH_SIDE))
+        for index in sorted(_affected(turns.turn_list, seeds.turns[key])):
+            for row in turns.by_turn[turns.turn_list[index]]:
+                _note_changes(changes, row, *turns.window(index, row))
     if seeds.unplaced:
-        for row in session.execute(
-            select(
-                Note.id,
-                binary_vector(Note.embedding, "embedding"),
-                binary_vector(Note.window_embedding, "window_embedding"),
-            ).where(Note.id.in_(seeds.unplaced), Note.embedding.is_not(None))
-        ):
-            own = parse_vector(row.embedding)
-            stored = parse_vector(row.window_embedding)
-            if stored is None or not np.allclose(stored, own, rtol=0, atol=_TOLERANCE):
-                changed[row.id] = own
-    return changed
+        statement = select(*row_columns()).where(
+            Note.id.in_(seeds.unplaced), Note.embedding.is_not(None)
+        )
+        for raw in session.execute(statement):
+            row = parse_row(raw)
+            text = compose_window_text(row.line, (), row.occurred_at)
+            _note_changes(changes, row, row.embedding, (text, None))
+    return changes
 
 
-def store_windows(*, session: Session, windows: dict[uuid.UUID, np.ndarray]) -> None:
-    """Write window vectors by note id (sorted, so concurrent writers lock rows in one
+def store_windows(*, session: Session, changes: WindowChanges) -> None:
+    """Write changed windows by note id (sorted, so concurrent writers lock rows in one
     order); objects loaded in `session` are kept in step without a second write."""
-    if not windows:
+    store_window_texts(session=session, rows=changes.rows, texts=changes.texts)
+    if not changes.vectors:
         return
-    ordered = sorted(windows.items(), key=lambda kv: kv[0])
-    now = utcnow()
-    note_update(("window_embedding", "updated_at")).run_many(
+    ordered = sorted(changes.vectors.items(), key=lambda kv: kv[0])
+    # Derived, not an edit: updated_at stays the time of the note's last change.
+    note_derived_update(("window_embedding",)).run_many(
         session,
         [
-            {"note_id": note_id, "window_embedding": VectorParam(vector), "updated_at": now}
+            {"note_id": note_id, "window_embedding": VectorParam(vector)}
             for note_id, vector in ordered
         ],
     )
@@ -285,10 +272,10 @@ def store_windows(*, session: Session, windows: dict[uuid.UUID, np.ndarray]) -> 
             set_committed_value(loaded, "window_embedding", vector)
 
 
-def refresh_window_vectors(*, session: Session, seeds: WindowSeeds) -> int:
-    """Recompute and store the windows around `seeds`; return how many changed. The
+def refresh_windows(*, session: Session, seeds: WindowSeeds) -> int:
+    """Recompute and store the windows around `seeds`; return how many notes changed. The
     caller holds the seeds' session locks (lock_note_windows)."""
     session.flush()  # pending changes (merged or closed notes) decide who is a neighbour
-    windows = changed_windows(session=session, seeds=seeds)
-    store_windows(session=session, windows=windows)
-    return len(windows)
+    changes = changed_windows(session=session, seeds=seeds)
+    store_windows(session=session, changes=changes)
+    return len(set(changes.vectors) | set(changes.texts))

@@ -7,7 +7,9 @@ Invariants:
   user-level export adds every episode of the user, conflicts, tombstones, the audit
   events and the agents that authored the notes.
 - An agent-level export never contains a row the agent could not read: notes pass
-  `visible_clause`, and episodes, provenance and links only follow exported notes.
+  `visible_clause`, provenance and links only follow exported notes, an episode only
+  when every note made from it is exported, and a note's windows only when the agent
+  may rank by them.
 - Rows are keyed by column name and encoded by `rowcodec`; jsonl and markdown end with an
   `end` record carrying the row counts, so a truncated file is detected on import.
 """
@@ -66,9 +68,14 @@ def _queries(viewer: Viewer) -> dict[str, Select[Any]]:
         .order_by(Link.created_at, Link.id),
     }
     if not viewer.user_level:
+        # An episode whose text reached a note the agent may not read (one turn can hold
+        # several facts of different visibility) stays out: its text is that note's too.
         cited = select(NoteSource.episode_id).where(NoteSource.note_id.in_(note_ids))
+        hidden = select(NoteSource.episode_id).where(NoteSource.note_id.not_in(note_ids))
         own["episodes"] = (
-            select(Episode.__table__).where(Episode.id.in_(cited)).order_by(Episode.seq)
+            select(Episode.__table__)
+            .where(Episode.id.in_(cited), Episode.id.not_in(hidden))
+            .order_by(Episode.seq)
         )
         return own
     scope = {"tenant_id": viewer.tenant_id, "user_id": viewer.user_id}
@@ -100,7 +107,26 @@ def iter_records(*, session: Session, viewer: Viewer) -> Iterator[Record]:
             continue
         rows = session.execute(query.execution_options(yield_per=YIELD_PER)).mappings()
         for row in rows:
+            if name == "notes" and not viewer.user_level:
+                row = _windows_for(viewer, row)
             yield name, encode_row(table, row)
+
+
+# A window is ranking data built from the note's neighbours: an agent may not read one
+# that only its author may rank by (memory.access.audience.window_readers).
+_WINDOW_COLUMNS = {
+    "window_text": None,
+    "window_terms": None,
+    "window_term_count": 0,
+    "window_embedding": None,
+}
+
+
+def _windows_for(viewer: Viewer, row: Any) -> Any:
+    readers = row["window_readers"]
+    if readers is None or viewer.agent_id in readers:
+        return row
+    return {**row, **_WINDOW_COLUMNS}
 
 
 def export_header(viewer: Viewer) -> dict[str, Any]:

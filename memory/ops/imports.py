@@ -11,6 +11,9 @@ Invariants:
   so such an import could never be faithful.
 - The BM25 lexicon is rebuilt for the imported notes that are active and current
   (index_note_terms); rows that already existed are not counted twice.
+- Imported notes are marked for the derived-data rebuild (`derived_version` 1, no agent
+  may rank by their windows until it ran): windows and evolved words are recomputed
+  from the notes of this database, never trusted from a file.
 - One call is one transaction (the caller's): a failed import leaves nothing behind.
 """
 
@@ -124,7 +127,12 @@ def _insert_notes(session: Session, rows: list[dict[str, Any]], progress: Progre
     updated = {r["id"]: r.get("updated_at") for r in rows}
     table = TABLES["notes"]
     new_ids: set[uuid.UUID] = set()
-    for chunk in _chunks([{**r, "superseded_by": None} for r in rows], BATCH):
+    # Windows and evolved words depend on the notes around them here: rebuilt after the
+    # import (memory.notes.rederive); until then no agent ranks by the imported windows.
+    fresh = [
+        {**r, "superseded_by": None, "derived_version": 1, "window_readers": []} for r in rows
+    ]
+    for chunk in _chunks(fresh, BATCH):
         statement = insert(table).values(chunk).on_conflict_do_nothing().returning(table.c.id)
         new_ids.update(session.scalars(statement))
         if progress is not None:

@@ -1,7 +1,10 @@
-"""Schema migrations through Alembic, driven programmatically (no alembic.ini needed)."""
+"""Schema migrations through Alembic, driven programmatically (no alembic.ini needed), and
+the data rebuilds an upgrade needs after them (`rebuild_derived`)."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from alembic import command
@@ -36,3 +39,33 @@ def current_revision() -> str | None:
 
 def head_revision() -> str | None:
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def rebuild_derived(
+    report: Callable[[str], None] | None = None, *, sessions_per_batch: int = 50
+) -> int:
+    """Rebuild every note derived under an earlier rule (memory.notes.rederive), batch by
+    batch, each in its own transaction; return how many notes were rebuilt. Resumable:
+    an interrupted run leaves whole batches done and the next run takes the rest."""
+    from memory.db import session_scope
+    from memory.notes.rederive import count_stale_derived, rebuild_derived_batch
+
+    with session_scope() as session:
+        total = count_stale_derived(session=session)
+    if total == 0:
+        return 0
+    done, last_report = 0, time.monotonic()
+    if report:
+        report(f"rebuilding derived data of {total:,} notes (windows, evolved words)")
+    while True:
+        with session_scope() as session:
+            batch = rebuild_derived_batch(session=session, sessions=sessions_per_batch)
+        if batch.sessions == 0:
+            break
+        done += batch.notes
+        if report and time.monotonic() - last_report >= 5:
+            report(f"rebuilt {done:,} of {total:,} notes")
+            last_report = time.monotonic()
+    if report:
+        report(f"rebuilt derived data of {done:,} notes")
+    return done

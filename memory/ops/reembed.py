@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from memory.clients.embedder import Embedder
 from memory.errors import ConfigError
 from memory.notes.models import Note
-from memory.notes.window import lock_note_windows, refresh_window_vectors
+from memory.notes.window import lock_note_windows, refresh_windows
 from memory.types import EMBEDDING_DIMENSION
 
 
@@ -58,5 +58,5 @@ def reembed_batch(
         note.embedding = vector
         note.embedding_model = embedder.model_id
     session.flush()
-    refresh_window_vectors(session=session, seeds=seeds)
+    refresh_windows(session=session, seeds=seeds)
     return len(notes)

@@ -44,7 +44,13 @@ from memory.access.policy import Viewer
 from memory.db import CompiledStatement
 from memory.notes.lexicon import tsvector_literal, user_terms_match
 from memory.notes.models import LexiconTerm, LexiconTotal, NoteTerms
-from memory.retrieval.scope import ReadScope, ScopeShape, scope_conditions, shape_cached
+from memory.retrieval.scope import (
+    ReadScope,
+    ScopeShape,
+    scope_conditions,
+    shape_cached,
+    window_usable,
+)
 from memory.types import id_in_param
 
 BM25_K1 = 1.2
@@ -238,18 +244,22 @@ def _bm25_statement(shape: ScopeShape, window: bool, mode: str, limit: int) -> C
         .join(weights, weights.c.term == lexemes.c.lexeme)
         .lateral("s")
     )
+    conditions = [
+        # Equality on both partition columns prunes the read to the viewer's partition.
+        NoteTerms.tenant_id == bindparam("viewer_tenant_id", type_=String),
+        NoteTerms.user_id == bindparam("viewer_user_id", type_=String),
+        scope_conditions(shape, NoteTerms, scope_by_index=False),  # type: ignore[arg-type]
+        _candidates(vector_col, mode),
+        per_note.c.score.is_not(None),
+    ]
+    if window and not shape.viewer.user_level:
+        conditions.append(window_usable(NoteTerms.window_readers))
     return CompiledStatement(
         select(NoteTerms.note_id.label("id"), per_note.c.score)
         .select_from(NoteTerms)
         .join(per_note, true())
-        .where(
-            # Equality on both partition columns prunes the read to the viewer's partition.
-            NoteTerms.tenant_id == bindparam("viewer_tenant_id", type_=String),
-            NoteTerms.user_id == bindparam("viewer_user_id", type_=String),
-            scope_conditions(shape, NoteTerms, scope_by_index=False),  # type: ignore[arg-type]
-            _candidates(vector_col, mode),
-            per_note.c.score.is_not(None),
-        )
+        .where(*conditions)
         .order_by(per_note.c.score.desc())
         .limit(limit)
     )
+

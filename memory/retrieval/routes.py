@@ -44,6 +44,7 @@ from memory.retrieval.scope import (
     scope_conditions,
     shape_cached,
     unexpired,
+    window_usable,
 )
 from memory.types import id_in_param
 
@@ -212,22 +213,27 @@ def window_similarity(
     params = {
         "tenant_id": viewer.tenant_id,
         "user_id": viewer.user_id,
+        "viewer_agent_id": viewer.agent_id,
         "ids": note_ids,
         "query_vector": vector,
     }
-    rows = _window_statement().rows(session, params)
+    rows = _window_statement(gated=not viewer.user_level).rows(session, params)
     return {row.note_id: float(row.s) for row in rows}
 
 
 @cache
-def _window_statement() -> CompiledStatement:
+def _window_statement(*, gated: bool) -> CompiledStatement:
+    """`gated`: an agent viewer scores only the windows it may rank by (`window_usable`)."""
     similarity = 1.0 - _query_distance(NoteWindowVector.window_embedding)
+    conditions = [
+        NoteWindowVector.tenant_id == bindparam("tenant_id", type_=String),
+        NoteWindowVector.user_id == bindparam("user_id", type_=String),
+        id_in_param(NoteWindowVector.note_id, "ids"),
+    ]
+    if gated:
+        conditions.append(window_usable(NoteWindowVector.window_readers))
     return CompiledStatement(
-        select(NoteWindowVector.note_id, similarity.label("s")).where(
-            NoteWindowVector.tenant_id == bindparam("tenant_id", type_=String),
-            NoteWindowVector.user_id == bindparam("user_id", type_=String),
-            id_in_param(NoteWindowVector.note_id, "ids"),
-        )
+        select(NoteWindowVector.note_id, similarity.label("s")).where(*conditions)
     )
 
 

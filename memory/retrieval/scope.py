@@ -152,3 +152,10 @@ def filter_conditions(shape: ScopeShape, table: Any) -> list[ColumnElement[bool]
 def _constant(value: str) -> ColumnElement[str]:
     """A fixed status name as an SQL literal (only ever the constants above)."""
     return literal_column(f"'{value}'", String)
+
+
+def window_usable(readers: Any) -> ColumnElement[bool]:
+    """An agent viewer may rank by a note's window: any reader may (NULL), or the window
+    names the viewer's agent (memory.access.audience.window_readers). In SQL, so a window
+    the agent may not use never takes a place among a route's candidates."""
+    return or_(readers.is_(None), bindparam("viewer_agent_id", type_=String) == any_(readers))

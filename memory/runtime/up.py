@@ -146,13 +146,14 @@ def _start(
     options: UpOptions,
     report: Reporter,
 ) -> None:
-    from memory.ops.migrations import upgrade_database
+    from memory.ops.migrations import rebuild_derived, upgrade_database
 
     supervisor.start({spec.name for spec in pre})
     if pre:
         wait_for_redis(env["MUMA_REDIS_URL"], timeout=15)
     report("applying migrations")
     upgrade_database()
+    rebuild_derived(report)
     supervisor.start()
     api_url = f"http://{options.host}:{options.port}"
     credentials, created = ensure_credentials(

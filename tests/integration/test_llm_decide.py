@@ -24,8 +24,8 @@ from memory.db import session_scope
 from memory.episodes.models import Episode
 from memory.episodes.pipeline import LLM_EXTRACT_SYSTEM
 from memory.episodes.service import EpisodeInput, capture_episodes
+from memory.links.evolution_llm import EVOLVE_SYSTEM
 from memory.links.models import Link
-from memory.links.pipeline import EVOLVE_SYSTEM
 from memory.notes.decide import DECIDE_SYSTEM, Decision
 from memory.notes.models import Note, NoteSource
 from memory.notes.pipeline import Outcome, note_event_payloads

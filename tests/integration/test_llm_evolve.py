@@ -10,7 +10,7 @@ import pytest
 
 from memory.clients.llm import LlmClient
 from memory.db import session_scope
-from memory.links.pipeline import evolve_with_llm
+from memory.links.evolution_llm import evolve_with_llm
 from memory.notes.models import Note
 from memory.types import utcnow
 from tests.support.fake_openai import FakeOpenAI

@@ -30,6 +30,7 @@ EXPECTED_TABLES = {
     "note_vectors",
     "note_window_vectors",
     "note_terms",
+    "note_contributions",
 }
 
 

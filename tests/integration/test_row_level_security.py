@@ -324,9 +324,10 @@ def _policies(url: str) -> tuple[int, int]:
 
 def test_migration_downgrades_and_upgrades_again(scratch_database: str) -> None:
     upgrade_database("head", url=scratch_database)
-    # with note_vectors (0004), note_window_vectors (0008) and note_terms (0009)
-    assert _policies(scratch_database) == (15, 15)
+    # with note_vectors (0004), note_window_vectors (0008), note_terms (0009) and
+    # note_contributions (0012)
+    assert _policies(scratch_database) == (16, 16)
     downgrade_database("0001", url=scratch_database)
     assert _policies(scratch_database) == (0, 0)
     upgrade_database("head", url=scratch_database)
-    assert _policies(scratch_database) == (15, 15)
+    assert _policies(scratch_database) == (16, 16)

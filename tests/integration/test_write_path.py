@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pytest
@@ -15,16 +14,14 @@ from sqlalchemy import func, select
 from memory.clients.embedder import Embedder, get_embedder
 from memory.config import get_settings
 from memory.db import session_scope
-from memory.episodes import neighbours
 from memory.episodes.models import Episode
 from memory.episodes.pipeline import extract_episode
 from memory.episodes.service import EpisodeInput, capture_episodes
 from memory.links.models import Link
-from memory.notes.construct import neighbour_line
 from memory.notes.embed import embed_pending_notes
 from memory.notes.models import Note, NoteSource
 from memory.notes.pipeline import decide_notes
-from memory.notes.window import lock_note_windows, refresh_window_vectors, window_vector
+from memory.notes.window import lock_note_windows, refresh_windows, window_vector
 from tests.support.helpers import bearer, wait_for_episodes, wait_until
 
 pytestmark = pytest.mark.integration
@@ -308,22 +305,4 @@ def test_a_later_turn_refreshes_its_earlier_neighbours_windows(
     # Idempotent: a second refresh of the whole session finds nothing to change.
     with session_scope() as session:
         seeds = lock_note_windows(session=session, note_ids=[n.id for n in notes])
-        assert refresh_window_vectors(session=session, seeds=seeds) == 0
-
-
-def test_each_neighbour_line_is_computed_once_per_worker(
-    database_url: str, tenant_id: str, user_id: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    computed: list[str] = []
-
-    def counting_line(content: str, **kwargs: Any) -> str:
-        computed.append(content)
-        return neighbour_line(content, **kwargs)
-
-    monkeypatch.setattr(neighbours, "neighbour_line", counting_line)
-    _capture_turns(tenant_id, user_id, WALKS)
-    # Five turns read 2 + 3 + 4 + 3 + 2 neighbours; each turn's line is made once.
-    assert sorted(computed) == sorted(WALKS)
-    _embed_and_decide(get_embedder())
-    lines = (_walk_notes(user_id)[2].window_text or "").split("\n")
-    assert [line.split(":")[0] for line in lines] == ["Alice"] * 5
+        assert refresh_windows(session=session, seeds=seeds) == 0

@@ -13,13 +13,15 @@ import pytest
 from sqlalchemy import event, select, text
 from sqlalchemy.orm import Session
 
+from memory.access.audience import Audience
 from memory.clients.embedder import get_embedder
 from memory.config import get_settings
 from memory.db import session_scope
 from memory.episodes.pipeline import extract_episode
 from memory.episodes.service import EpisodeInput, capture_episodes
+from memory.links.evolution import evolve_by_keywords
 from memory.links.models import Link
-from memory.links.pipeline import evolve_by_keywords, link_notes
+from memory.links.pipeline import link_notes
 from memory.notes.decide import Candidate
 from memory.notes.embed import EMBEDDED_COLUMNS, embed_pending_notes
 from memory.notes.models import Note, NoteSource
@@ -175,7 +177,15 @@ def _per_note_reference(session: Session, note: Note, limit: int) -> list[Candid
     """The search as it was made before batching: one query per note, its vector bound."""
     distance = Note.embedding.cosine_distance(note.embedding)
     rows = session.execute(
-        select(Note.id, Note.content, Note.speaker, (1 - distance).label("similarity"))
+        select(
+            Note.id,
+            Note.content,
+            Note.speaker,
+            (1 - distance).label("similarity"),
+            Note.visibility,
+            Note.domain,
+            Note.agent_id,
+        )
         .where(
             Note.tenant_id == note.tenant_id,
             Note.user_id == note.user_id,
@@ -186,7 +196,9 @@ def _per_note_reference(session: Session, note: Note, limit: int) -> list[Candid
         .order_by(distance)
         .limit(limit)
     ).all()
-    return [Candidate(r.id, r.content, r.speaker, float(r.similarity)) for r in rows]
+    return [
+        Candidate(r.id, r.content, r.speaker, float(r.similarity), Audience.of(r)) for r in rows
+    ]
 
 
 def test_batched_search_returns_each_notes_own_search(
@@ -250,7 +262,8 @@ def test_a_batch_costs_one_search_whatever_its_size(
             linked = link_notes(session=session, note_ids=ids, settings=get_settings())
             evolve_by_keywords(session=session, linked=linked)
             assert sum("<=>" in statement for statement in seen) == 1
-            assert len(seen) <= 6, seen
+            # scope, search, links, lock and read terms, their origins, write, contributions
+            assert len(seen) <= 8, seen
         assert list(linked) == ids and any(linked.values())
 
 

@@ -19,7 +19,6 @@ from memory.notes.construct import (
     NoteDraft,
     construct_note,
     extract_keywords,
-    neighbour_line,
 )
 from memory.retrieval.text import analyse, content_tokens
 
@@ -39,7 +38,6 @@ def note(
     role: str = "user",
     speaker: str | None = "Melanie",
     explicit: dict[str, Any] | None = None,
-    neighbours: list[str] | None = None,
 ) -> NoteDraft:
     [fact] = extract_facts(text, role=role, speaker=speaker, occurred_at=WHEN, metadata={})
     return construct_note(
@@ -47,7 +45,6 @@ def note(
         role=role,
         agent_id="agent-1",
         explicit=explicit or {},
-        neighbours=neighbours or [],
         settings=settings,
     )
 
@@ -155,16 +152,15 @@ def test_context_is_one_short_line_with_the_speaker(plain: Settings) -> None:
     assert len(draft.context) <= CONTEXT_CHARS and "\n" not in draft.context
 
 
-def test_indexed_texts_carry_speaker_date_and_neighbours(plain: Settings) -> None:
-    neighbours = ["Caroline: What did you paint?", "Caroline: Lovely colours!"]
-    draft = note("I painted a sunrise over the lake.", plain, neighbours=neighbours)
+def test_indexed_texts_carry_speaker_and_date(plain: Settings) -> None:
+    draft = note("I painted a sunrise over the lake.", plain)
     assert draft.content == "Melanie painted a sunrise over the lake."
     assert (
         draft.index_text
         == "Melanie: Melanie painted a sunrise over the lake. 8 May 2023 May 2023 Monday"
     )
-    assert draft.window_text.startswith("Melanie: Melanie painted a sunrise")
-    assert all(n in draft.window_text for n in neighbours) and "May 2023" in draft.window_text
+    # Neighbours join the window in the decide stage, once their audience is known.
+    assert draft.window_text == draft.index_text
     assert draft.embed_text == "Melanie: Melanie painted a sunrise over the lake. (8 May 2023)"
 
 
@@ -179,16 +175,6 @@ def test_embed_text_stays_short(plain: Settings) -> None:
     assert len(draft.embed_text) < 1000
 
 
-def test_neighbour_line_cleans_and_resolves() -> None:
-    line = neighbour_line(
-        "Hey Mel! I love the new bike.", role="user", speaker="Caroline", agent_id="a", metadata={}
-    )
-    assert line == "Caroline: Caroline loves the new bike."
-    assert (
-        neighbour_line("Thanks!", role="user", speaker="Caroline", agent_id="a", metadata={}) == ""
-    )
-
-
 def test_construction_is_deterministic(plain: Settings) -> None:
     fact = ExtractedFact(
         text="Melanie loves hiking.", original="I love hiking.", speaker="Melanie", occurred_at=WHEN
@@ -197,7 +183,6 @@ def test_construction_is_deterministic(plain: Settings) -> None:
         "role": "user",
         "agent_id": "a",
         "explicit": {},
-        "neighbours": [],
         "settings": plain,
     }
     assert construct_note(fact, **args) == construct_note(fact, **args)
@@ -235,9 +220,7 @@ def test_locomo_conversation_keeps_every_turn(plain: Settings) -> None:
             continue
         [fact] = found
         assert fact.speaker == speaker and fact.occurred_at == dates[turn["session"]]
-        draft = construct_note(
-            fact, role="user", agent_id="a", explicit={}, neighbours=[], settings=plain
-        )
+        draft = construct_note(fact, role="user", agent_id="a", explicit={}, settings=plain)
         assert draft.index_text.startswith(f"{speaker}: ")
         assert speaker in draft.embed_text and speaker in draft.context
         kept_terms = set(analyse(" ".join(clean_sentences(text))))

@@ -81,3 +81,12 @@ def test_notes_without_a_sparse_vector_are_filled_daily_on_the_maintenance_queue
     assert entry["task"] == "tasks.maintenance.fill_sparse_vectors" in app.tasks
     assert entry["schedule"] == timedelta(days=1)
     assert entry["options"]["queue"] == "maintenance"
+
+
+def test_notes_derived_under_an_earlier_rule_are_rebuilt_hourly_on_the_maintenance_queue() -> None:
+    import tasks.maintenance  # noqa: F401 - registers the tasks
+
+    entry = beat_schedule(load_settings())["rebuild-derived"]
+    assert entry["task"] == "tasks.maintenance.rebuild_derived" in app.tasks
+    assert entry["schedule"] == timedelta(hours=1)
+    assert entry["options"]["queue"] == "maintenance"
