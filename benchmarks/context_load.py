@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 
 from benchmarks.common import Row, fmt, percentile, print_table, write_results
-from benchmarks.locomo import BENCH_ENV, TENANT
+from benchmarks.locomo import RESEARCH_ENV, TENANT
 from benchmarks.locomo_data import (
     Question,
     add_api_env,
@@ -99,7 +99,7 @@ def run(
 ) -> dict[str, Any]:
     _, questions = load(data)
     sample = random.Random(seed).sample(questions, min(requests, len(questions)))
-    env = {**BENCH_ENV, **api_env}
+    env = {**RESEARCH_ENV, **api_env}
     with BenchStack(env=env, tenant_id=TENANT, home=home, keep=True, workers=0, beat=False) as st:
         headers = {"Authorization": f"Bearer {st.token}"}
         send_all(st.api_url, headers, sample[:20])  # warm-up: every user's files read

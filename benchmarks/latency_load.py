@@ -42,7 +42,7 @@ from benchmarks.latency_data import (
 from memory.notes.graphs import PREFIX as GRAPH_PREFIX
 from memory.notes.models import Note, NoteTerms, NoteVector
 from memory.retrieval.text import analyse, date_terms
-from memory.types import SPARSE_DIMENSION
+from memory.types import DERIVED_VERSION, SPARSE_DIMENSION
 
 TENANT = "bench"
 AGENTS = ("main", "helper")
@@ -57,6 +57,7 @@ first_access_at timestamptz last_access_at timestamptz half_life_hours float8
 index_text text window_text text embed_text text index_terms tsvector
 window_terms tsvector term_count int4 window_term_count int4 embedding vector
 window_embedding vector embedding_model text turn_seq int8 sparse_embedding sparsevec
+derived_version int2 window_readers text[]
 """
 # Model columns the loader leaves NULL on purpose (no summaries, no superseding links).
 LEFT_NULL = frozenset({"summary", "superseded_by"})
@@ -323,7 +324,10 @@ def load_user(
         with cur.copy(f"COPY notes ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.set_types([t for _, t in NOTE_COLUMNS])
             for i in range(len(drafts)):
-                copy.write_row((*rows.row(i, vecs[i], wins[i], end), sparse[i]))
+                # A read-path load: each window holds its near turns whatever their
+                # audience, under the current rule's version, ranked by any reader.
+                row = (*rows.row(i, vecs[i], wins[i], end), sparse[i], DERIVED_VERSION, None)
+                copy.write_row(row)
         for trigger in MIRROR_TRIGGERS:
             cur.execute(f"ALTER TABLE notes ENABLE TRIGGER {trigger}")
         _copy_side_tables(cur, rows)

@@ -40,7 +40,13 @@ from benchmarks.stack import BenchStack
 
 AGENT = "locomo"
 TENANT = "bench"
-BENCH_ENV = {"MUMA_RETRIEVAL__RECORD_ACCESS": "false", "MUMA_ACTIVATION__NOISE_ENABLED": "false"}
+# Deterministic scoring for the research tools that compare variants on one kept home
+# (locomo_rerank, locomo_prompts, context_load, used_notes): not what users get, so
+# never the headline; benchmarks.locomo itself runs the service's defaults.
+RESEARCH_ENV = {
+    "MUMA_RETRIEVAL__RECORD_ACCESS": "false",
+    "MUMA_ACTIVATION__NOISE_ENABLED": "false",
+}
 
 
 def ingest(stack: BenchStack, turns: list[Turn], batch: int = 100) -> float:
@@ -100,6 +106,7 @@ def query_api(stack: BenchStack, questions: list[Question]) -> dict[str, Any]:
     context_ms: list[float] = []
     ranked: dict[int, list[set[str]]] = {}
     context_recall: list[tuple[Question, float]] = []
+    precision: list[float] = []  # per non-empty block: share of its memories that are evidence
     tokens: list[int] = []
     timed_out = 0
     with httpx.Client(base_url=stack.api_url, headers=headers, timeout=30) as client:
@@ -122,11 +129,15 @@ def query_api(stack: BenchStack, questions: list[Question]) -> dict[str, Any]:
             tokens.append(body["tokens"])
             in_block = [_dia(m) for m in body["memories"]]
             context_recall.append((q, recall(q.evidence, in_block, len(in_block))))
+            if in_block:
+                evidence = set(q.evidence)
+                precision.append(sum(bool(d & evidence) for d in in_block) / len(in_block))
     return {
         "ranked": ranked,
         "search_ms": search_ms,
         "context_ms": context_ms,
         "context_recall": context_recall,
+        "context_precision": precision,
         "tokens": tokens,
         "timed_out": timed_out,
     }
@@ -167,6 +178,8 @@ def report(api: dict[str, Any], questions: list[Question], extra: dict[str, Any]
             ctx["overall"] >= 0.85,
         )
     )
+    precision = statistics.fmean(api["context_precision"]) if api["context_precision"] else 0.0
+    rows.append(Row("context precision (evidence share of injected)", fmt(precision, 3)))
     rows.append(Row("mean context tokens", fmt(statistics.fmean(api["tokens"]), 0)))
     rows.append(Row("context timed out", str(api["timed_out"])))
     rows.append(
@@ -185,6 +198,8 @@ def report(api: dict[str, Any], questions: list[Question], extra: dict[str, Any]
     return {
         "recall": recall_table,
         "context_recall": ctx,
+        "context_precision": round(precision, 4),
+        "empty_context_blocks": len(questions) - len(api["context_precision"]),
         "overall": overall,
         **extra,
         "search_ms": {
@@ -228,6 +243,13 @@ def main() -> None:
     )
     parser.add_argument("--json", type=Path)
     parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a service setting other than the default (a labelled variant, not the headline)",
+    )
+    parser.add_argument(
         "--ingest-inprocess",
         action="store_true",
         help="development: run the pipeline stages in this process (no HTTP/Celery)",
@@ -238,8 +260,9 @@ def main() -> None:
         questions = questions[: args.questions]
     # In-process ingest needs no workers; beat's stuck-episode sweep would race with it.
     inprocess = args.ingest_inprocess
+    env = dict(item.split("=", 1) for item in args.env)
     with BenchStack(
-        env=BENCH_ENV,
+        env=env,
         tenant_id=TENANT,
         home=args.home,
         keep=args.home is not None,
@@ -261,7 +284,12 @@ def main() -> None:
         results = report(
             api,
             questions,
-            {"turns": len(turns), "questions": len(questions), "ingest_seconds": ingest_s},
+            {
+                "turns": len(turns),
+                "questions": len(questions),
+                "ingest_seconds": ingest_s,
+                "settings": env or "defaults",
+            },
         )
         from memory.clients.embedder import get_embedder
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import Row, print_table, write_results
-from benchmarks.locomo import AGENT, BENCH_ENV, TENANT
+from benchmarks.locomo import AGENT, RESEARCH_ENV, TENANT
 from benchmarks.locomo_data import (
     CATEGORIES,
     Question,
@@ -192,7 +192,7 @@ def dump_kept_home(
 ) -> tuple[dict[int, Candidates], dict]:
     """`dump` on a kept LoCoMo home, its stack started without workers and stopped after."""
     with BenchStack(
-        env=BENCH_ENV, tenant_id=TENANT, home=home, keep=True, workers=0, beat=False, api=False
+        env=RESEARCH_ENV, tenant_id=TENANT, home=home, keep=True, workers=0, beat=False, api=False
     ):
         return dump(questions, limit)
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import Row, fmt, percentile, print_table, write_results
-from benchmarks.locomo import AGENT, BENCH_ENV, TENANT
+from benchmarks.locomo import AGENT, RESEARCH_ENV, TENANT
 from benchmarks.locomo_data import Question, kept_home_parser, load, parse_kept_home
 from benchmarks.locomo_eval import search_question
 from benchmarks.stack import BenchStack
@@ -130,7 +130,13 @@ def main() -> None:
     copy = copy_home(args.home)
     try:
         with BenchStack(
-            env=BENCH_ENV, tenant_id=TENANT, home=copy, keep=True, workers=0, beat=False, api=False
+            env=RESEARCH_ENV,
+            tenant_id=TENANT,
+            home=copy,
+            keep=True,
+            workers=0,
+            beat=False,
+            api=False,
         ) as stack:
             give_histories(stack.database_url, args.accesses, args.count)
             rounds = measure(chosen, args.rounds)

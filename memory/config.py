@@ -25,8 +25,11 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from memory.config_file import JsonFileSource
+from memory.episodes.settings import CaptureSettings
 from memory.errors import ConfigError
+from memory.journal.settings import JournalSettings
 from memory.runtime.pg_memory import SETTING_PATTERN as SHARED_BUFFERS_PATTERN
+from memory.trust.settings import CandidateSettings, TrustSettings
 
 Visibility = Literal["open", "scoped", "private", "user-only"]
 
@@ -40,6 +43,13 @@ class ActivationSettings(_Section):
     noise_stddev: float = Field(1.2, ge=0)
     noise_enabled: bool = True
     noise_seed: int | None = None
+    # ε reorders only hits whose scores lie within this window of each other (a tie
+    # breaker); false adds it to every score, as ACT-R does, at a cost in recall.
+    noise_ties_only: bool = True
+    noise_tie_window: float = Field(0.1, ge=0)
+    # Rehearsal raises a note's base level for ranking at most this much above what its
+    # age alone gives (one access, at creation); None leaves B uncapped.
+    rehearsal_cap: float | None = Field(1.0, ge=0)
     decay_parameter: float = Field(0.5, gt=0, lt=1)
     retrieval_threshold: float = 0.0
     initial_half_life_hours: float = Field(168.0, gt=0)
@@ -62,6 +72,8 @@ class DecaySettings(_Section):
     hard_prune_threshold: float = -5.0
     min_age_hours: float = Field(72.0, ge=0)
     max_age_hours: float = Field(720.0, ge=0)
+    # A memory past its TTL is hidden at once and erased this long after (memory.erasure).
+    expired_erase_after_hours: float = Field(24.0, ge=0)
 
 
 class SleepSettings(_Section):
@@ -151,14 +163,23 @@ class LlmSettings(_Section):
 class ApiSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(8787, ge=1, le=65535)
-    max_content_bytes: int = Field(65536, ge=1)
+    # Turns up to 1 MiB are accepted whole (a pasted log or file); see pipeline.passage_chars.
+    max_content_bytes: int = Field(1024 * 1024, ge=1)
     max_batch: int = Field(500, ge=1)
     max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024)
+    # An episode's or memory's metadata, as JSON: every search hit and export carries it.
+    max_metadata_bytes: int = Field(16 * 1024, ge=256)
 
 
 class RetrievalSettings(_Section):
     # Benchmarks switch this off so that measuring does not change what is measured.
     record_access: bool = True
+    # Accesses are gathered for this long in each API process, then recorded by one task:
+    # the maintenance queue gets at most one message a second per process, however many
+    # searches arrive (it got one per search). At most access_batch_cap accesses of one
+    # memory per window are kept (its rehearsal is capped for ranking anyway).
+    access_flush_seconds: float = Field(1.0, gt=0, le=60)
+    access_batch_cap: int = Field(16, ge=1, le=1000)
     default_top_k: int = Field(10, ge=1, le=50)
     context_timeout_ms: int = Field(150, ge=1, le=60000)
     context_max_tokens: int = Field(1000, ge=1)
@@ -223,6 +244,12 @@ class PipelineSettings(_Section):
     # The workers' nice value (0-19): background work yields the CPUs to the API's
     # captures and searches on a shared machine, and still gets every idle cycle.
     worker_nice: int = Field(10, ge=0, le=19)
+    # A captured turn longer than twice passage_chars (a long reply, a pasted log or file)
+    # becomes passages of about passage_chars, each a memory of its own that is found and
+    # injected alone, with its turn as its source; at most max_passages per turn (longer
+    # turns get longer passages: nothing is dropped).
+    passage_chars: int = Field(800, ge=200)
+    max_passages: int = Field(256, ge=1)
 
 
 class WorkingSettings(_Section):
@@ -275,9 +302,13 @@ class Settings(BaseSettings):
     llm: LlmSettings = Field(default_factory=LlmSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
     pipeline: PipelineSettings = Field(default_factory=PipelineSettings)
+    capture: CaptureSettings = Field(default_factory=CaptureSettings)
     working: WorkingSettings = Field(default_factory=WorkingSettings)
     sync: SyncSettings = Field(default_factory=SyncSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    trust: TrustSettings = Field(default_factory=TrustSettings)
+    candidates: CandidateSettings = Field(default_factory=CandidateSettings)
+    journal: JournalSettings = Field(default_factory=JournalSettings)
 
     @field_validator("home", mode="after")
     @classmethod

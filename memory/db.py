@@ -29,7 +29,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
 from memory.config import Settings, get_settings
@@ -172,14 +172,35 @@ def session_scope(
     try:
         yield session
         session.commit()
-    except OperationalError as exc:
-        session.rollback()
+    except (OperationalError, InterfaceError) as exc:
+        _rollback_after(session, exc)
         raise TransientError(f"database unavailable: {exc.orig}") from exc
-    except BaseException:
-        session.rollback()
+    except DBAPIError as exc:
+        _rollback_after(session, exc)
+        if exc.connection_invalidated:  # the connection broke mid-statement
+            raise TransientError(f"database connection lost: {exc.orig}") from exc
+        raise
+    except BaseException as exc:
+        _rollback_after(session, exc)
         raise
     finally:
+        _close_quietly(session)
+
+
+def _rollback_after(session: Session, error: BaseException) -> None:
+    """Roll back after `error`; on a lost connection the rollback fails too, and that
+    failure must not replace the error being raised (a 503 became a 500)."""
+    try:
+        session.rollback()
+    except Exception:
+        log.warning("rollback after %s failed", type(error).__name__, exc_info=True)
+
+
+def _close_quietly(session: Session) -> None:
+    try:
         session.close()
+    except Exception:
+        log.warning("closing a session failed", exc_info=True)
 
 
 class CompiledStatement:

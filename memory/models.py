@@ -5,6 +5,8 @@ from memory.commons.models import TransactiveEntry
 from memory.conflicts.models import Conflict
 from memory.db import Base
 from memory.episodes.models import Episode
+from memory.erasure.models import Erasure
+from memory.journal.models import JournalInjection
 from memory.links.models import Contribution, Link
 from memory.notes.models import LexiconTerm, LexiconTotal, Note, NoteSource, Tombstone
 from memory.ops.models import AuditEvent, DeadLetter
@@ -18,6 +20,8 @@ __all__ = [
     "Contribution",
     "DeadLetter",
     "Episode",
+    "Erasure",
+    "JournalInjection",
     "LexiconTerm",
     "LexiconTotal",
     "Link",

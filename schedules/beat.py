@@ -71,6 +71,19 @@ def schedule_entries(settings: Settings) -> list[ScheduleEntry]:
             task="tasks.maintenance.rebuild_derived",
             every=timedelta(hours=1),
         ),
+        # Erasures whose task was lost (its message gone with a broker): sent again. While
+        # one is running its user's captures are refused, so it is looked for often.
+        ScheduleEntry(
+            name="resume-erasures",
+            task="tasks.erasure.resume_erasures",
+            every=timedelta(minutes=5),
+        ),
+        # Turn-journal injection entries past `journal.retention_days`.
+        ScheduleEntry(
+            name="prune-journal",
+            task="tasks.journal.prune_journal",
+            every=timedelta(hours=1),
+        ),
         ScheduleEntry(
             name="sleep-cycle",
             task="tasks.sleep.sleep_all_users",

@@ -21,6 +21,8 @@ TASK_MODULES = [
     "tasks.maintenance",
     "tasks.sync",
     "tasks.sleep",
+    "tasks.erasure",
+    "tasks.journal",
     "schedules.beat",
 ]
 
@@ -34,6 +36,8 @@ TASK_ROUTES: dict[str, dict[str, str]] = {
     "tasks.maintenance.*": {"queue": "maintenance"},
     "tasks.sync.*": {"queue": "maintenance"},
     "tasks.sleep.*": {"queue": "maintenance"},
+    "tasks.erasure.*": {"queue": "maintenance"},
+    "tasks.journal.*": {"queue": "maintenance"},
     "schedules.beat.*": {"queue": "maintenance"},
 }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
+from memory.activation.service import record_access_batch as record_access_batch_in
 from memory.activation.service import record_note_accesses
 from memory.config import get_settings
 from memory.episodes.service import requeue_candidates
@@ -25,7 +26,9 @@ def requeue_stuck_episodes(self: DbTask) -> int:
 
 @app.task(base=DbTask, bind=True, name="tasks.maintenance.record_accesses")
 def record_accesses(self: DbTask, note_ids: list[str], at: str) -> int:
-    """Record that the read path used these notes (activation history, half-life)."""
+    """Record that the read path used these notes (activation history, half-life). The
+    API publishes `record_access_batch` now; this one drains messages queued by an API
+    of an earlier version."""
     settings = get_settings()
     with self.session() as session:
         return record_note_accesses(
@@ -34,6 +37,19 @@ def record_accesses(self: DbTask, note_ids: list[str], at: str) -> int:
             at=datetime.fromisoformat(at),
             settings=settings.activation,
         )
+
+
+@app.task(base=DbTask, bind=True, name="tasks.maintenance.record_access_batch")
+def record_access_batch(self: DbTask, accesses: dict[str, list[str]]) -> int:
+    """Record one API process's gathered accesses (memory.api.access_log): note id ->
+    ISO times."""
+    activation = get_settings().activation
+    parsed = {
+        uuid.UUID(note_id): [datetime.fromisoformat(t) for t in times]
+        for note_id, times in accesses.items()
+    }
+    with self.session() as session:
+        return record_access_batch_in(session=session, accesses=parsed, settings=activation)
 
 
 @app.task(base=DbTask, bind=True, name="tasks.maintenance.build_user_graphs")

@@ -67,9 +67,16 @@ def enqueue_episodes(episode_ids: Iterable[uuid.UUID]) -> list[uuid.UUID]:
 
 
 def schedule_embedding() -> None:
-    """Enqueue one embed_notes unless one is already waiting (coalesces a burst)."""
-    if get_redis().set(EMBED_FLAG, "1", nx=True, ex=5):
-        embed_notes.apply_async(priority=PRIORITY_EMBED)
+    """Enqueue one embed_notes unless one is already waiting (coalesces a burst).
+
+    Runs after the extraction committed, so a broker or Redis failure here is transient:
+    the task is retried (its episodes' pending notes count again and are scheduled
+    then), never dead-lettered as if the episodes had failed."""
+    try:
+        if get_redis().set(EMBED_FLAG, "1", nx=True, ex=5):
+            embed_notes.apply_async(priority=PRIORITY_EMBED)
+    except Exception as exc:  # redis-py and kombu raise several unrelated types
+        raise TransientError(f"could not schedule the embedding: {exc}") from exc
 
 
 @app.task(base=DbTask, bind=True, name="tasks.pipeline.process_episodes")

@@ -38,10 +38,17 @@ def claim_local_redis_db() -> str | None:
             client = redis.Redis.from_url(url, socket_connect_timeout=0.5)
             if client.set(CLAIM_KEY, str(os.getpid()), nx=True, ex=7200):
                 _CLAIMED.append(client)
+                _clear_except_claim(client)  # a killed session's queued tasks are not ours
                 return url
         except redis.RedisError:
             return None
     return None
+
+
+def _clear_except_claim(client: Any) -> None:
+    for key in client.scan_iter():
+        if key != CLAIM_KEY.encode():
+            client.delete(key)
 
 
 _CLAIMED: list = []
@@ -89,10 +96,7 @@ def redis_url() -> str:
     import redis
 
     url = os.environ["MUMA_REDIS_URL"]
-    client = redis.Redis.from_url(url)
-    for key in client.scan_iter():
-        if key != CLAIM_KEY.encode():
-            client.delete(key)
+    _clear_except_claim(redis.Redis.from_url(url))
     return url
 
 
@@ -225,6 +229,21 @@ def celery_worker(database_url: str, redis_url: str) -> Iterator[str]:
 
 
 _SPARE_DBS = iter(range(15, 1, -1))  # embedded Redis: one database per LLM worker
+_SPARE_REDIS: list[str] = []
+
+
+def worker_broker_url(redis_url: str) -> str:
+    """A Redis database no other worker consumes from: a claimed index of the local Redis,
+    else one of an embedded Redis. Never an unclaimed index of the local Redis: another
+    test session on the machine may hold it, and its worker would take this one's tasks."""
+    claimed = claim_local_redis_db()
+    if claimed is not None:
+        return claimed
+    if not redis_url.startswith("redis://127.0.0.1:6379/"):
+        return f"{redis_url.rsplit('/', 1)[0]}/{next(_SPARE_DBS)}"
+    if not _SPARE_REDIS:
+        _SPARE_REDIS.append(_embedded_redis_url())
+    return f"{_SPARE_REDIS[0].rsplit('/', 1)[0]}/{next(_SPARE_DBS)}"
 
 
 @contextlib.contextmanager
@@ -239,7 +258,7 @@ def llm_worker(
     from tasks.app import create_celery_app
     from tests.support.fake_openai import FakeOpenAI
 
-    broker = claim_local_redis_db() or f"{redis_url.rsplit('/', 1)[0]}/{next(_SPARE_DBS)}"
+    broker = worker_broker_url(redis_url)
     with FakeOpenAI(chat=chat) as server:
         env = worker_env(
             MUMA_DATABASE_URL=database_url,

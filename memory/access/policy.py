@@ -167,4 +167,3 @@ def _agent_statement() -> CompiledStatement:
             Agent.agent_id == bindparam("agent_id", type_=String),
         )
     )
-

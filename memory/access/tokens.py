@@ -34,7 +34,7 @@ from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
 from memory.access.models import ApiToken
-from memory.clients.redis import get_redis
+from memory.clients.redis import get_quick_redis, get_redis
 from memory.errors import AccessDeniedError, AuthenticationError, InvalidInputError, NotFoundError
 from memory.ops.audit import record_event
 from memory.types import TOKEN_ROLES, utcnow
@@ -226,11 +226,22 @@ def authenticate(*, session: Session, secret: str | None) -> Principal:
     return principal
 
 
+# After Redis failed to answer, requests do not ask it again for this long: they read the
+# token row instead (the cache is bypassed, so a revocation still applies at once).
+REDIS_RETRY_SECONDS = 5.0
+_redis_quiet_until = 0.0
+
+
 def _revocation_epoch() -> str | None:
-    """The cluster-wide revocation counter; None when Redis cannot be asked."""
+    """The cluster-wide revocation counter; None when Redis cannot be asked (within
+    QUICK_TIMEOUT_SECONDS, or it failed in the last REDIS_RETRY_SECONDS)."""
+    global _redis_quiet_until
+    if time.monotonic() < _redis_quiet_until:
+        return None
     try:
-        return str(get_redis().get(REVOCATIONS_KEY) or "0")
+        return str(get_quick_redis().get(REVOCATIONS_KEY) or "0")
     except redis.RedisError:
+        _redis_quiet_until = time.monotonic() + REDIS_RETRY_SECONDS
         return None
 
 

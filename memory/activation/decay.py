@@ -11,9 +11,11 @@ Rules, evaluated at an explicit `now` (tasks pass utcnow, tests a frozen clock):
   archived with reason "expired" (the read path already hides it).
 - An active, current, unpinned note older than min_age_hours (since created_at) with
   D < prune_threshold is archived.
-- An archived, current, unpinned note is hard-deleted when D < hard_prune_threshold or
-  it has been archived longer than max_age_hours. Its closed earlier versions go with it;
-  each deleted row leaves a Tombstone (id, reason, time, sha256 of the content).
+- An archived, current, unpinned note is erased (memory.erasure.forget: every version,
+  the turns it came from, what it gave other notes) when its TTL passed more than
+  expired_erase_after_hours ago, when D < hard_prune_threshold, or when it has been
+  archived longer than max_age_hours; each erased row leaves a Tombstone (id, reason,
+  time, actor; no content).
 - Pinned notes never decay, expire or get pruned. Closed versions of live notes (history)
   and forgotten (deleted) notes are not touched.
 
@@ -42,7 +44,7 @@ from memory.config import ActivationSettings, DecaySettings
 
 Action = Literal["expire", "archive", "delete"]
 # Which rule fired: the set-based query names it, `fate_for` explains it.
-Rule = Literal["expire", "archive", "delete_age", "delete_weak"]
+Rule = Literal["expire", "archive", "delete_expired", "delete_age", "delete_weak"]
 NEG_INF = float("-inf")
 
 
@@ -116,6 +118,9 @@ def _rule(state: NoteState, now: datetime, strength: float, decay: DecaySettings
         old_enough = now - state.created_at >= timedelta(hours=decay.min_age_hours)
         return "archive" if old_enough and strength < decay.prune_threshold else None
     if state.status == "archived":
+        erase_after = timedelta(hours=decay.expired_erase_after_hours)
+        if state.expires_at is not None and state.expires_at <= now - erase_after:
+            return "delete_expired"
         archived_at = state.archived_at or state.created_at
         if now - archived_at >= timedelta(hours=decay.max_age_hours):
             return "delete_age"
@@ -130,6 +135,9 @@ def fate_for(rule: Rule, strength: float, decay: DecaySettings) -> Fate:
         return Fate("expire", "expired", strength)
     if rule == "archive":
         return Fate("archive", f"activation {_fmt(strength)} < {decay.prune_threshold}", strength)
+    if rule == "delete_expired":
+        hours = f"{decay.expired_erase_after_hours:g}"
+        return Fate("delete", f"expired more than {hours} h ago", strength)
     if rule == "delete_age":
         return Fate("delete", f"archived longer than {decay.max_age_hours:g} h", strength)
     return Fate("delete", f"activation {_fmt(strength)} < {decay.hard_prune_threshold}", strength)

@@ -58,6 +58,8 @@ _RULE = """
 CROSS JOIN LATERAL (
     SELECT CASE
         WHEN n.status = 'active' AND n.expires_at <= :now THEN 'expire'
+        WHEN n.status = 'archived' AND n.expires_at <= :erase_expired_before
+             THEN 'delete_expired'
         WHEN n.status = 'active' AND n.created_at <= :archive_before
              AND s.strength < :prune THEN 'archive'
         WHEN n.status = 'archived'
@@ -104,6 +106,7 @@ def _params(tenant_id: str, user_id: str, now: datetime, settings: Settings) -> 
         "hard_prune": decay.hard_prune_threshold,
         "archive_before": now - timedelta(hours=decay.min_age_hours),
         "delete_before": now - timedelta(hours=decay.max_age_hours),
+        "erase_expired_before": now - timedelta(hours=decay.expired_erase_after_hours),
     }
 
 

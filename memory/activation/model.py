@@ -19,9 +19,10 @@ from __future__ import annotations
 import bisect
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
@@ -134,6 +135,33 @@ def logistic_noise(rng: NoiseRng | None, *, stddev: float = 1.2) -> float:
     return scale * math.log(u / (1.0 - u))
 
 
+def ranked_base_level(
+    base: float, first_access: datetime | None, now: datetime, *, decay: float, cap: float | None
+) -> float:
+    """B as ranking uses it: at most `cap` above the base level of a single access at
+    `first_access` (the note's age alone), so a memory used for other questions does not
+    crowd out one the question asks for; B itself is unchanged for decay and pruning."""
+    if cap is None or first_access is None or math.isinf(base):
+        return base
+    age = max((now - first_access).total_seconds() / 3600.0, MIN_AGE_HOURS)
+    return min(base, -decay * math.log(age) + cap)
+
+
+def break_ties_by_noise(
+    items: list[Any], score: Callable[[Any], float], noise: Callable[[Any], float], window: float
+) -> list[Any]:
+    """`items` (best first by `score`) with each run of items within `window` of the run's
+    first reordered by `score + noise`: noise decides near-ties, never a clear order."""
+    ordered: list[Any] = []
+    run: list[Any] = []
+    for item in items:
+        if run and score(run[0]) - score(item) > window:
+            ordered += sorted(run, key=lambda i: -(score(i) + noise(i)))
+            run = []
+        run.append(item)
+    return ordered + sorted(run, key=lambda i: -(score(i) + noise(i)))
+
+
 def activation(base: float, spread: float, noise: float) -> float:
     """A = B + S + ε."""
     return base + spread + noise
@@ -210,7 +238,8 @@ def record_access(
 class ActivationBreakdown:
     """One note's activation for one query, kept whole for the result's explanation.
 
-    total = base_level + spreading + noise; threshold_passed ⇔ total ≥ threshold.
+    total = base_level + spreading (+ noise unless it only breaks ties);
+    threshold_passed ⇔ total ≥ threshold.
     """
 
     base_level: float
@@ -274,7 +303,8 @@ def activation_breakdown(
     has PostgreSQL compute it, `base_level_sql`); R = 0 without a last access."""
     spread = spreading(relevance, weight=settings.context_weight, link_spread=link_spread)
     noise = logistic_noise(rng if settings.noise_enabled else None, stddev=settings.noise_stddev)
-    total = activation(base, spread, noise)
+    # As a tie breaker (the default), ε orders near-equal hits later and moves no total.
+    total = activation(base, spread, 0.0 if settings.noise_ties_only else noise)
     kept = retention(last_access, now, half_life_hours) if last_access is not None else 0.0
     return ActivationBreakdown(
         base_level=base,

@@ -4,13 +4,13 @@ Set-based: one statement scores every current, unpinned note of the user in Post
 (`decay_sql.scan_user`); the notes a rule selects are then claimed in batches of
 `sleep.batch_size` (FOR UPDATE SKIP LOCKED, rules re-checked on the locked rows) and each
 batch is applied with a few statements: one UPDATE for the archived and expired notes,
-one INSERT of tombstones and one DELETE for the hard-deleted ones, one INSERT of audit
-events. No note a rule leaves alone is locked or written.
+the erasure of the deleted ones (memory.erasure.forget), one INSERT of audit events. No
+note a rule leaves alone is locked or written.
 
 Invariants: archived and expired notes leave the BM25 statistics in the same
-transaction; every hard-deleted row (the archived note and the closed earlier versions
-of its lineage) first gets a Tombstone with the sha256 of its content, then the row is
-deleted (links, provenance and conflicts cascade); every change is audited. All rules
+transaction; a note the sweep deletes is erased as a forget erases it, with its lineage
+(memory.erasure.forget: tombstones without content, the turns it came from, what it gave
+other notes, knowledge built from it); every change is audited. All rules
 are evaluated on the state before the sweep, so a note archived by this sweep is
 considered for deletion only by a later one; a dry run scores the same notes and
 reports exactly what the real run does (less any row another transaction holds).
@@ -19,20 +19,19 @@ reports exactly what the real run does (less any row another transaction holds).
 from __future__ import annotations
 
 import hashlib
-import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy import insert, update
 from sqlalchemy.orm import Session
 
 from memory.activation.decay import DecayAction, DecayReport, fate_for
 from memory.activation.decay_sql import claim_notes, scan_user
 from memory.config import Settings
+from memory.erasure.forget import erase_lineages
 from memory.notes.lexicon import unindex_note_terms
-from memory.notes.models import Note, Tombstone
+from memory.notes.models import Note
 from memory.ops.models import AuditEvent
 
 SWEEP_ACTOR = "decay"
@@ -106,42 +105,20 @@ def _archive(session: Session, rows: Sequence[Any], now: datetime) -> None:
 def _hard_delete(
     session: Session, report: DecayReport, actions: Sequence[DecayAction], now: datetime
 ) -> int:
-    """Tombstone then delete each archived note and its lineage's closed versions."""
-    ids = [a.note_id for a in actions]
-    history = session.execute(
-        select(Note.id, Note.content, Note.lineage_id).where(
-            Note.lineage_id.in_({a.lineage_id for a in actions}),
-            Note.valid_to.is_not(None),
-            Note.id.not_in(ids),
-            Note.tenant_id == report.tenant_id,
-            Note.user_id == report.user_id,
-        )
-    ).all()
-    by_lineage = {a.lineage_id: a for a in actions}
-    rows = [_tombstone(report, a.note_id, a.content, a.reason, now) for a in actions]
-    for h in history:
-        owner = by_lineage[h.lineage_id]
-        reason = f"earlier version of {owner.note_id}: {owner.reason}"
-        rows.append(_tombstone(report, h.id, h.content, reason, now))
-    session.execute(pg_insert(Tombstone).on_conflict_do_nothing(), rows)
-    session.execute(
-        delete(Note).where(Note.id.in_(ids + [h.id for h in history])),
-        execution_options={"synchronize_session": False},
+    """Erase each archived note with its lineage, as a forget does; the closed versions
+    erased with them are counted."""
+    lineages = sorted({a.lineage_id for a in actions})
+    reasons = "; ".join(sorted({a.reason for a in actions}))
+    erased = erase_lineages(
+        session=session,
+        tenant_id=report.tenant_id,
+        user_id=report.user_id,
+        lineage_ids=lineages,
+        actor=SWEEP_ACTOR,
+        reason=f"pruned by the decay sweep: {reasons}",
+        now=now,
     )
-    return len(history)
-
-
-def _tombstone(
-    report: DecayReport, note_id: uuid.UUID, content: str, reason: str, now: datetime
-) -> dict[str, Any]:
-    return {
-        "note_id": note_id,
-        "tenant_id": report.tenant_id,
-        "user_id": report.user_id,
-        "reason": reason,
-        "content_hash": content_hash(content),
-        "deleted_at": now,
-    }
+    return max(len(erased.note_ids) - len(actions), 0)
 
 
 ACTIONS = {"expire": "note.expired", "archive": "note.archived", "delete": "note.pruned"}

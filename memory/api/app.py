@@ -6,6 +6,7 @@ import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
@@ -16,10 +17,13 @@ from memory.api.middleware import ObservabilityMiddleware
 from memory.api.routes import (
     agents,
     browse,
+    candidates,
     context,
     dashboard,
     episodes,
+    erasure,
     events,
+    journal,
     memories,
     memory_admin,
     metrics,
@@ -121,10 +125,25 @@ def create_app() -> FastAPI:
     app.include_router(link_routes.router)
     app.include_router(export_routes.router)
     app.include_router(sleep_routes.router)
-    for module in (browse, note_views, tokens_admin, metrics, dashboard):
+    for module in (browse, note_views, tokens_admin, erasure, candidates, journal):
+        app.include_router(module.router)
+    for module in (metrics, dashboard):
         app.include_router(module.router)
     app.add_middleware(ObservabilityMiddleware)
+    _complete_openapi(app)
     return app
+
+
+def _complete_openapi(app: FastAPI) -> None:
+    """The generated document, plus what FastAPI cannot see (the capture body's models)."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            episodes.add_body_schemas(generate())
+        return app.openapi_schema  # type: ignore[return-value]
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 app = create_app()

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Header, Request, Security
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from memory.access.tokens import Principal, authenticate
 from memory.db import session_scope
@@ -28,13 +29,22 @@ def _bearer(authorization: str | None) -> str | None:
     return value.strip()
 
 
+# Declares the token in the OpenAPI document as a security scheme. It never answers by
+# itself (auto_error off): `get_principal` reads the header and says what is wrong with it.
+BEARER = HTTPBearer(
+    scheme_name="bearerAuth",
+    description="A MUMA token (`muma tokens create`): `Authorization: Bearer muma_…`",
+    auto_error=False,
+)
+
+
 def get_principal(
     request: Request,
-    authorization: Annotated[str | None, Header()] = None,
+    _credentials: Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)] = None,
     x_muma_tenant: Annotated[str | None, Header()] = None,
 ) -> Principal:
     """Authenticate in a short transaction of its own; fail closed on anything unexpected."""
-    secret = _bearer(authorization)
+    secret = _bearer(request.headers.get("authorization"))
     with session_scope() as session:
         principal = authenticate(session=session, secret=secret)
     if x_muma_tenant and x_muma_tenant != principal.tenant_id:

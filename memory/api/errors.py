@@ -66,7 +66,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = [_problem(item) for item in exc.errors()]
+        problems = [validation_problem(item) for item in exc.errors()]
         detail = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
         return JSONResponse(
             {"error": "InvalidInputError", "detail": detail, "fields": problems}, status_code=422
@@ -85,7 +85,7 @@ def install_error_handlers(app: FastAPI) -> None:
         )
 
 
-def _problem(item: Any) -> dict[str, str]:
+def validation_problem(item: Any) -> dict[str, str]:
     """One validation error as {field, message}; malformed JSON is blamed on `body`.
 
     Only the leading element of `loc` names where the value came from (body, query

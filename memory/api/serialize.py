@@ -8,6 +8,7 @@ from memory.access.policy import Viewer
 from memory.api.schemas import NoteOut, SourceOut
 from memory.notes.models import Note
 from memory.notes.service import note_links, note_sources
+from memory.trust.origin import provenance
 
 
 def note_out(session: Session, viewer: Viewer, note: Note, *, with_links: bool = False) -> NoteOut:
@@ -38,6 +39,7 @@ def note_out(session: Session, viewer: Viewer, note: Note, *, with_links: bool =
         access_count=note.access_count,
         last_access_at=note.last_access_at,
         half_life_hours=note.half_life_hours,
+        **provenance(note),
         sources=[SourceOut(**s) for s in sources],
         links=note_links(session=session, viewer=viewer, note_id=note.id) if with_links else [],
     )

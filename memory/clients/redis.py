@@ -24,3 +24,25 @@ def _client_for(url: str) -> redis.Redis:
 def get_redis(settings: Settings | None = None) -> redis.Redis:
     settings = settings or get_settings()
     return _client_for(resolve_redis_url(settings.redis_url, settings.home))
+
+
+# A request's own questions to Redis (is a token revoked?) wait at most this long: a
+# stalled Redis made every request wait the pool's 2 s socket timeout.
+QUICK_TIMEOUT_SECONDS = 0.1
+
+
+@lru_cache(maxsize=4)
+def _quick_client_for(url: str) -> redis.Redis:
+    return redis.Redis.from_url(
+        url,
+        socket_timeout=QUICK_TIMEOUT_SECONDS,
+        socket_connect_timeout=QUICK_TIMEOUT_SECONDS,
+        decode_responses=True,
+    )
+
+
+def get_quick_redis(settings: Settings | None = None) -> redis.Redis:
+    """A client for questions on a request's path: short timeouts, so a stalled Redis
+    costs a request at most QUICK_TIMEOUT_SECONDS (callers fall back without it)."""
+    settings = settings or get_settings()
+    return _quick_client_for(resolve_redis_url(settings.redis_url, settings.home))

@@ -1,22 +1,28 @@
 """Classifying a pair of similar notes: compatible, contradictory, subsumes or ambiguous.
 
-Heuristics (no LLM), checked in this order on the two texts:
+Heuristics (no LLM). A conflict is raised only on specific evidence: the same claim
+about the same subject with a different value. Checked in this order:
 
 1. Not the same subject: compatible. Different known speakers, texts starting with
    different names ("Bob ..." / "Carol's ..."), or no shared topic word (content words
    other than names) unless the texts use opposite words ("Bob is married" / "Bob is
    divorced").
-2. Negation differs ("I eat meat" / "I don't eat meat", "no longer"): contradictory.
-3. Dates differ (month/day, years, weekdays, ISO dates mentioned by both): contradictory.
-4. Numbers differ (digits and number words, dates excluded, mentioned by both): contradictory.
-5. Opposite words (love/hate, like/dislike, always/never, ...): contradictory.
-6. One text's content words all appear in the other, which adds more: subsumes.
-7. Exactly one short differing span in otherwise equal wording: words of one sentiment
+2. Nothing stated: a text with no statement sentence (only questions, greetings,
+   thanks or reactions) contradicts nothing: compatible, not stored.
+3. The same claim said both ways, by a pair of statement sentences whose topic words
+   (content words other than names) are the same once negations, dates, numbers and
+   opposite words are set aside (its `core`): negated in one only ("I eat meat" / "I
+   don't eat meat", "no longer"), or, cores equal but for one word, a different date or
+   number, or opposite words (love/hate, always/never, ...): contradictory, the reason
+   naming the claim.
+4. One text's content words all appear in the other, which adds more: subsumes (a
+   refinement, recorded but not an open conflict).
+5. Exactly one short differing span in otherwise equal wording: words of one sentiment
    are compatible ("love" / "really enjoy"); a value slot after a copula, a
    place/employer/name preposition, a capitalised value or a colour is contradictory
    ("lives in Paris" / "lives in Berlin"); any other single swap is ambiguous (a synonym or a
    second preference: "likes cats" / "likes dogs").
-8. Anything else (paraphrase, different facts on one topic): compatible.
+6. Anything else (paraphrase, different facts on one topic, small talk): compatible.
 
 `classify_with_llm` asks an OpenAI-compatible model for the same four classes.
 """
@@ -39,7 +45,9 @@ from memory.conflicts.vocabulary import (
     VALUE_MARKERS,
     WEEKDAYS,
 )
-from memory.retrieval.text import STOPWORDS
+from memory.episodes.extraction import is_filler
+from memory.notes.rules import statement_sentences
+from memory.retrieval.text import STOPWORDS, stem
 
 Classification = Literal["compatible", "contradictory", "subsumes", "ambiguous"]
 
@@ -66,6 +74,7 @@ _MONTH_DAY_RE = re.compile(
     + r")\b"
 )
 MAX_SLOT_TOKENS = 3
+OPPOSITE_WORDS = frozenset(word for pair in OPPOSITES for word in pair)
 
 
 def tokens(text: str) -> list[str]:
@@ -232,21 +241,61 @@ def classify(
     unrelated = _different_subject(a, b)
     if unrelated:
         return Verdict("compatible", unrelated, related=False)
-    if a.negated != b.negated:
-        return Verdict("contradictory", "one statement negates the other")
-    for label, found_a, found_b in (("dates", a.dates, b.dates), ("numbers", a.numbers, b.numbers)):
-        if found_a and found_b and found_a != found_b:
-            shown = f"{_show(found_a)} vs {_show(found_b)}"
-            return Verdict("contradictory", f"{label} differ ({shown})")
-    opposite = _opposite(set(a.content), set(b.content))
-    if opposite:
-        return Verdict("contradictory", f"opposite words ({opposite[0]} / {opposite[1]})")
+    if not claims(text_a) or not claims(text_b):
+        return Verdict("compatible", "nothing stated to compare", related=False)
+    for claim_a in claims(text_a):
+        for claim_b in claims(text_b):
+            verdict = _claim_verdict(features(claim_a), features(claim_b))
+            if verdict is not None:
+                return verdict
     if a.content < b.content or b.content < a.content:
         broader = "b" if a.content < b.content else "a"
         return Verdict("subsumes", "one statement contains the other and adds detail", broader)
     return _value_verdict(list(a.words), list(b.words)) or Verdict(
         "compatible", "paraphrase or different facts about one subject"
     )
+
+
+@lru_cache(maxsize=65536)
+def claims(text: str) -> tuple[str, ...]:
+    """The sentences of `text` that state something: not questions, not small talk."""
+    return tuple(s for s in statement_sentences(text) if not is_filler(s))
+
+
+def _core(f: Features) -> frozenset[str]:
+    """A claim's topic words (content words other than names), stemmed, without
+    negations, dates, numbers and the words of an opposite pair: what must match for two
+    sentences to be one claim about their (already shared) subject."""
+    return frozenset(
+        stem(w)
+        for w in f.topic
+        if w not in OPPOSITE_WORDS
+        and w not in MONTHS
+        and w not in WEEKDAYS
+        and w not in NUMBER_WORDS
+        and w != "longer"  # "no longer": the negation's second word
+        and not any(ch.isdigit() for ch in w)
+    )
+
+
+def _claim_verdict(a: Features, b: Features) -> Verdict | None:
+    """Contradictory when two sentences are one claim said with a different polarity
+    (their cores equal), date or number (cores equal but for one word), or opposite word."""
+    core_a, core_b = _core(a), _core(b)
+    shared = core_a & core_b
+    if not shared or len(core_a ^ core_b) > 1:
+        return None
+    claim = ", ".join(sorted(shared))
+    if core_a == core_b and a.negated != b.negated:
+        return Verdict("contradictory", f"one statement negates the other ({claim})")
+    for label, found_a, found_b in (("dates", a.dates, b.dates), ("numbers", a.numbers, b.numbers)):
+        if found_a and found_b and found_a != found_b:
+            shown = f"{_show(found_a)} vs {_show(found_b)}"
+            return Verdict("contradictory", f"{label} differ ({shown}; {claim})")
+    opposite = _opposite(set(a.content), set(b.content))
+    if opposite:
+        return Verdict("contradictory", f"opposite words ({opposite[0]} / {opposite[1]}; {claim})")
+    return None
 
 
 def _show(values: set[str] | frozenset[str]) -> str:

@@ -9,11 +9,11 @@ an agent's new note with what exists). A pair is classified once: LLM when confi
 else `detect.classify`, whose first rule drops pairs not about the same subject.
 
 Invariants: one row per unordered pair (note_a_id < note_b_id, unique), so re-runs add
-only new pairs and a pair is classified (and an LLM asked) once; contradictory,
-subsumes and ambiguous pairs are stored `open` and audited (`conflict.detected`);
-compatible pairs are stored `resolved` with resolution {"auto": "compatible"} (a
-bookkeeping row: not audited, not listed unless asked for); the detection reason and
-method are kept in resolution["detection"].
+only new pairs and a pair is classified (and an LLM asked) once; contradictory and
+ambiguous pairs are stored `open` and audited (`conflict.detected`); compatible pairs
+and refinements (`subsumes`: one note says all the other does, and more) are stored
+`resolved` with resolution {"auto": <class>} (bookkeeping rows: not audited, not listed
+unless asked for); the detection reason and method are kept in resolution["detection"].
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ from memory.ops.models import AuditEvent
 log = logging.getLogger(__name__)
 # Incremental runs also compare notes changed this long before the previous cycle.
 SINCE_OVERLAP = timedelta(hours=1)
+# Classes recorded as settled, not raised: compatible pairs and refinements.
+AUTO_RESOLVED = ("compatible", "subsumes")
 
 
 @dataclass
@@ -127,9 +129,12 @@ def detect_conflicts(
 
 
 def _row(report: ConflictReport, c: Candidate, verdict: Verdict) -> dict[str, object]:
-    compatible = verdict.classification == "compatible"
+    # Compatible pairs and refinements (one note says more than the other) are recorded,
+    # so each pair is classified once, but they are not conflicts: only contradictory and
+    # ambiguous pairs are left open for someone to resolve.
+    settled = verdict.classification in AUTO_RESOLVED
     detection = {"reason": verdict.reason, "method": verdict.method, "broader": verdict.broader}
-    resolution = {"detection": detection, **({"auto": "compatible"} if compatible else {})}
+    resolution = {"detection": detection, **({"auto": verdict.classification} if settled else {})}
     return {
         "id": uuid.uuid4(),
         "tenant_id": report.tenant_id,
@@ -140,10 +145,10 @@ def _row(report: ConflictReport, c: Candidate, verdict: Verdict) -> dict[str, ob
         "agent_b_id": c.b.agent_id,
         "similarity": round(c.similarity, 4),
         "classification": verdict.classification,
-        "status": "resolved" if compatible else "open",
+        "status": "resolved" if settled else "open",
         "resolution": json.dumps(resolution),
         "created_at": report.now,
-        "resolved_at": report.now if compatible else None,
+        "resolved_at": report.now if settled else None,
     }
 
 
@@ -182,7 +187,7 @@ def _store(
     findings = [
         (row, pair)
         for row, pair in zip(rows, pairs, strict=True)
-        if pair[1].classification != "compatible"
+        if pair[1].classification not in AUTO_RESOLVED
     ]
     if not findings:
         return
@@ -220,7 +225,7 @@ def conflict_event_payloads(report: ConflictReport) -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     for candidate, verdict in report.found:
         a, b = candidate.a, candidate.b
-        if verdict.classification == "compatible":
+        if verdict.classification in AUTO_RESOLVED:
             continue
         same = _audience(a) == _audience(b)
         out.append(

@@ -30,6 +30,7 @@ from memory.links.models import Link
 from memory.notes.embed import note_sparse_vector
 from memory.notes.lexicon import apply_terms, index_note_terms, note_terms, unindex_note_terms
 from memory.notes.models import Note
+from memory.trust.origin import least_trusted
 
 # Author of a knowledge note drawn from several agents' notes: no real agent, so the
 # "own notes" visibility rule never widens who can read it (audience.SYSTEM_AUTHORS).
@@ -51,6 +52,7 @@ class SourceNote:
     speaker: str | None = None
     kind: str = "episodic"
     updated_at: datetime | None = None  # last change (activation, revision, use)
+    trust: str = "high"
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,8 @@ def build_note(cluster: Cluster, summary: Summary, *, now: datetime, settings: S
         agent_id=_author(sources),
         session_id=None,
         speaker=None,
+        origin="consolidation",
+        trust=least_trusted([s.trust for s in sources]),
         content=summary.content,
         summary=summary.content,
         context=summary.context,

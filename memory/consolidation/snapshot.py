@@ -65,6 +65,7 @@ def load_snapshot(session: Session, *, tenant_id: str, user_id: str) -> Snapshot
             Note.speaker,
             Note.kind,
             Note.updated_at,
+            Note.trust,
             func.vector_send(Note.embedding).label("vector"),
         )
         .where(
@@ -73,9 +74,12 @@ def load_snapshot(session: Session, *, tenant_id: str, user_id: str) -> Snapshot
             Note.status == "active",
             Note.valid_to.is_(None),
             Note.embedding.is_not(None),
+            # Untrusted text and unreviewed candidates never become knowledge (memory.trust).
+            Note.trust != "low",
+            Note.review.is_(None),
         )
         .order_by(Note.id)
     ).all()
-    notes = [SourceNote(*row[:13]) for row in rows]
+    notes = [SourceNote(*row[:14]) for row in rows]
     vectors = decode_vectors([row.vector for row in rows])
     return Snapshot(notes, unit_rows(vectors) if len(rows) else vectors)

@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from memory.episodes.resolve import resolve_first_person
+from memory.retrieval.language import looks_english
 from memory.retrieval.text import (
     content_tokens,
     normalise,
@@ -32,6 +33,7 @@ from memory.retrieval.text import (
 
 __all__ = [
     "CHUNK_CHARS",
+    "FILLER_WORDS",
     "SPLIT_THRESHOLD_CHARS",
     "ExtractedFact",
     "Unit",
@@ -63,7 +65,7 @@ class ExtractedFact:
 
 
 # Words that carry no fact on their own: greetings, thanks, reactions, agreement.
-_FILLER_WORDS = word_set(
+FILLER_WORDS = word_set(
     """
     hi hey hello hiya heya yo howdy greetings thanks thank thx ty cheers bye goodbye cya
     later lol lmao rofl haha hahaha hehe heh ha ok okay kk yeah yea yep yup yes no nope
@@ -123,24 +125,41 @@ def is_filler(sentence: str, *, also: frozenset[str] = frozenset()) -> bool:
         return bool(_EMOJI_ONLY_RE.match(text))
     vocatives = _vocative_positions(text, spans)
     rest = [text[a:b].casefold() for k, (a, b) in enumerate(spans) if k not in vocatives]
-    return all(w in _FILLER_WORDS or w in also or not content_tokens(w) for w in rest)
+    return all(w in FILLER_WORDS or w in also or not content_tokens(w) for w in rest)
 
 
 Unit = tuple[int, str]  # (line number, sentence): line breaks survive cleaning
 
 
-def _units(content: str) -> list[Unit]:
-    lines = normalise(content).splitlines()
-    return [(n, sentence) for n, line in enumerate(lines) for sentence in split_sentences(line)]
+def _is_fence(line: str) -> bool:
+    return line.lstrip().startswith("```")
+
+
+def _units(content: str) -> tuple[list[Unit], set[int]]:
+    """The sentences of each line, and the numbers of the lines of fenced code blocks:
+    those are one unit each, as written (indentation and blank lines kept)."""
+    units: list[Unit] = []
+    code: set[int] = set()
+    in_code = False
+    for n, line in enumerate(normalise(content).splitlines()):
+        fence = _is_fence(line)
+        if in_code or fence:
+            code.add(n)
+            units.append((n, line.rstrip()))
+        else:
+            units.extend((n, sentence) for sentence in split_sentences(line))
+        in_code = in_code != fence
+    return units, code
 
 
 def clean_units(content: str, *, conversational: bool = True) -> list[Unit]:
-    """The turn's sentences minus fillers (chat roles only); the whole turn when every
-    sentence is filler but the turn has a content word, so nothing informative is lost."""
-    units = _units(content)
+    """The turn's sentences minus fillers (chat roles only; code blocks are kept whole);
+    the whole turn when every sentence is filler but the turn has a content word, so
+    nothing informative is lost."""
+    units, code = _units(content)
     if not conversational:
         return units if tokenize(content) else []  # tool output is kept as written
-    kept = [u for u in units if not is_filler(u[1])]
+    kept = [u for u in units if u[0] in code or not is_filler(u[1])]
     if kept:
         return kept
     return units if content_tokens(content) else []
@@ -189,8 +208,49 @@ def _pack(units: list[Unit], limit: int) -> list[list[Unit]]:
     return [*chunks, current] if current else chunks
 
 
+def _blocks(units: list[Unit]) -> list[list[Unit]]:
+    """The units grouped into paragraphs (a skipped line number is a blank line) and
+    fenced code blocks (from a ``` line to the next, blank lines inside included)."""
+    blocks: list[list[Unit]] = []
+    current: list[Unit] = []
+    in_code = False
+    for unit in units:
+        fence = _is_fence(unit[1])
+        gap = bool(current) and unit[0] > current[-1][0] + 1
+        if current and not in_code and (gap or fence):
+            blocks.append(current)
+            current = []
+        current.append(unit)
+        if fence:
+            in_code = not in_code
+            if not in_code:  # the closing fence ends the block
+                blocks.append(current)
+                current = []
+    return [*blocks, current] if current else blocks
+
+
+def _pack_blocks(blocks: list[list[Unit]], limit: int) -> list[list[Unit]]:
+    """Whole paragraphs and code blocks packed into chunks of at most `limit` chars; a
+    block longer than that alone is packed by its sentences and lines (`_pack`)."""
+    chunks: list[list[Unit]] = []
+    current: list[Unit] = []
+    size = 0
+    for block in blocks:
+        block_size = sum(len(text) + 1 for _, text in block)
+        if current and size + block_size > limit:
+            chunks.append(current)
+            current, size = [], 0
+        if block_size > limit:
+            chunks.extend(_pack(block, limit))
+            continue
+        current.extend(block)
+        size += block_size
+    return [*chunks, current] if current else chunks
+
+
 def chunk_units(units: list[Unit], max_chunks: int) -> list[str]:
-    """At most `max_chunks` chunks of ~CHUNK_CHARS, keeping every sentence in order.
+    """At most `max_chunks` chunks of ~CHUNK_CHARS, keeping every sentence in order and,
+    where they fit, paragraphs and fenced code blocks whole.
 
     The limit grows until the chunks fit in `max_chunks`, so nothing is ever dropped.
     """
@@ -198,10 +258,11 @@ def chunk_units(units: list[Unit], max_chunks: int) -> list[str]:
     if max_chunks <= 1 or total <= SPLIT_THRESHOLD_CHARS:
         return [join_units(units)] if units else []
     limit = max(CHUNK_CHARS, math.ceil(total / max_chunks))
-    chunks = _pack(units, limit)
+    blocks = _blocks(units)
+    chunks = _pack_blocks(blocks, limit)
     while len(chunks) > max_chunks:
         limit = math.ceil(limit * 1.25)
-        chunks = _pack(units, limit)
+        chunks = _pack_blocks(blocks, limit)
     return [join_units(chunk) for chunk in chunks]
 
 
@@ -220,17 +281,21 @@ def extract_facts(
     occurred_at: datetime,
     metadata: Mapping[str, Any],
     max_facts_per_episode: int = 1,
+    as_written: bool = False,
 ) -> list[ExtractedFact]:
     """Facts of one episode, in order (see the module invariants).
 
-    Chat roles (user, assistant) get the filler filter and, when `speaker` is known,
-    first-person resolution ("I love hiking" by Melanie -> "Melanie loves hiking").
-    Tool and system contents are kept as written. An image caption in `metadata`
+    Chat roles (user, assistant) get the filler filter; an English user turn whose
+    `speaker` is known, first-person resolution ("I love hiking" by Melanie -> "Melanie
+    loves hiking"; memory.retrieval.language.looks_english).
+    Tool and system contents, and anything `as_written` (explicit writes), are kept as
+    written. An image caption in `metadata`
     (`blip_caption` or `image_caption`) is appended as "[image: …]" to the last fact.
     """
     if max_facts_per_episode < 1:
         raise ValueError("max_facts_per_episode must be at least 1")
-    conversational = role in _CONVERSATIONAL_ROLES
+    # An explicit write is stored as given: no filler filter, no first-person rewrite.
+    conversational = role in _CONVERSATIONAL_ROLES and not as_written
     caption = _caption(metadata)
     units = clean_units(content or "", conversational=conversational)
     if not units and caption is None:
@@ -238,7 +303,11 @@ def extract_facts(
     chunks = chunk_units(units, max_facts_per_episode) or [""]
     facts: list[ExtractedFact] = []
     for part, chunk in enumerate(chunks):
-        text = resolve_first_person(chunk, speaker) if conversational and speaker else chunk
+        # Only a person's own "I" is theirs to resolve: an assistant's "I" and "your" are
+        # kept as said ("I do not know your dog's name"), attributed by the note's role.
+        # The rewrite knows English only: "nunca me sugieras" keeps its Spanish "me".
+        resolve = conversational and speaker and role == "user" and looks_english(chunk)
+        text = resolve_first_person(chunk, speaker) if resolve else chunk
         if caption is not None and part == len(chunks) - 1:
             text = f"{text} [image: {caption}]".strip()
         original = content.strip() if len(chunks) == 1 else chunk

@@ -38,6 +38,10 @@ class Episode(Base):
     # Caller-supplied note options for explicit memories (kind, domain, visibility, ...).
     options: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
     source: Mapped[str] = mapped_column(String(16), default="capture")
+    # Who put the turn into the conversation, and the tool's URL, path or the participant's
+    # name where known (memory.trust.origin; migration 0014).
+    origin: Mapped[str] = mapped_column(String(16), default="user", server_default="user")
+    origin_ref: Mapped[str | None] = mapped_column(String(512))
     idempotency_key: Mapped[str | None] = mapped_column(String(256))
     status: Mapped[str] = mapped_column(String(16), default="queued")
     attempts: Mapped[int] = mapped_column(Integer, default=0)

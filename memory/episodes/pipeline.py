@@ -9,6 +9,7 @@ dead-letters it and the episode is kept as `failed`, never silently dropped.
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import replace
@@ -26,13 +27,26 @@ from memory.config import Settings
 from memory.db import CompiledStatement
 from memory.episodes.extraction import ExtractedFact, extract_facts
 from memory.episodes.models import Episode
+from memory.episodes.worth import capture_skip_reason, content_to_remember
 from memory.notes.construct import NoteDraft, construct_note
 from memory.notes.models import Note, NoteSource
+from memory.trust.policy import assess_note, drops_capture, kind_for_trust
 from memory.types import NOTE_KINDS, Timestamp, Uuid, utcnow
 
-# Explicit memories and tool results may hold several facts; chat turns stay whole
-# (retrieval-notes.md: one unit per turn keeps the evidence together).
-MAX_FACTS = {"capture": 1, "explicit": 4, "promotion": 4, "sync": 4}
+# Promoted items and synced files may hold several facts; chat turns stay whole
+# (retrieval-notes.md: one unit per turn keeps the evidence together), and an explicit
+# write is one memory, stored as given.
+MAX_FACTS = {"capture": 1, "explicit": 1, "promotion": 4, "sync": 4}
+
+
+def _max_facts(episode: Episode, settings: Settings) -> int:
+    """How many notes the episode may become: its source's number, or for a long turn
+    (not an explicit write, stored as given) one passage per ~passage_chars."""
+    base = MAX_FACTS.get(episode.source, 1)
+    size = settings.pipeline.passage_chars
+    if episode.source == "explicit" or len(episode.content) <= 2 * size:
+        return base
+    return max(base, min(math.ceil(len(episode.content) / size), settings.pipeline.max_passages))
 
 
 def claim_episode(*, session: Session, episode_id: uuid.UUID) -> Episode | None:
@@ -134,15 +148,23 @@ def extract_episode(
             return []
     episode.status = "processing"
     episode.attempts += 1
+    if drops_capture(settings.trust.level(episode.origin), settings.trust):
+        _finish(episode, "DROP")
+        return []
+    skipped = capture_skip_reason(session=session, episode=episode, settings=settings)
+    if skipped is not None:
+        _finish(episode, skipped)
+        return []
     facts = extract_facts(
-        episode.content,
+        content_to_remember(episode, settings),
         role=episode.role,
         speaker=episode.speaker,
         occurred_at=episode.occurred_at,
         metadata=episode.metadata_,
-        max_facts_per_episode=MAX_FACTS.get(episode.source, 1),
+        max_facts_per_episode=_max_facts(episode, settings),
+        as_written=episode.source == "explicit",
     )
-    if llm is not None and facts:
+    if llm is not None and facts and episode.source != "explicit":
         facts = _llm_facts(llm, episode, facts)
     if not facts:
         _finish(episode, "NOOP")
@@ -157,6 +179,7 @@ def extract_episode(
         )
         for fact in facts
     ]
+    drafts = [_with_trust_kind(episode, draft, settings) for draft in drafts]
     rows = [_pending_row(episode, draft, settings) for draft in drafts]
     _insert_note_statement(tuple(rows[0])).run_many(
         session, [{**row, "source_episode_id": episode.id} for row in rows]
@@ -164,11 +187,31 @@ def extract_episode(
     return [row["id"] for row in rows]
 
 
+def _with_trust_kind(episode: Episode, draft: NoteDraft, settings: Settings) -> NoteDraft:
+    kind = kind_for_trust(
+        draft.kind,
+        settings.trust.level(episode.origin),
+        role=episode.role,
+        explicit_kind="kind" in episode.options,
+    )
+    return draft if kind == draft.kind else replace(draft, kind=kind)
+
+
 def _pending_row(episode: Episode, draft: NoteDraft, settings: Settings) -> dict[str, Any]:
     """Every column of a new pending note (the statement binds them all; no defaults)."""
     note_id = uuid.uuid4()
     created = utcnow()
+    trust = assess_note(
+        content=draft.content,
+        origin=episode.origin,
+        origin_ref=episode.origin_ref,
+        kind=draft.kind,
+        agent_id=episode.agent_id,
+        trust_settings=settings.trust,
+        candidate_settings=settings.candidates,
+    )
     return {
+        **trust.columns(),
         "id": note_id,
         "lineage_id": note_id,
         "version": 1,

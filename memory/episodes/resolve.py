@@ -3,7 +3,8 @@
 Invariants:
 - Only unambiguous first-person forms are rewritten (I, me, my, mine, myself and the
   contractions I'm, I've, I'll, I'd); "we/us/our" and "you" are left alone.
-- Quoted speech is left alone: an "I" inside quotes is someone else.
+- Quoted speech is left alone: an "I" inside quotes is someone else; so is code (fenced
+  blocks and inline `code`).
 - Verb agreement uses a closed list of present-tense verbs (_PRESENT_VERBS), so past
   tenses and ambiguous forms ("read", "put") stay untouched.
 - Everything but the rewritten words (spacing, punctuation, line breaks) is kept as is.
@@ -43,6 +44,11 @@ _AUXILIARIES = word_set(
 )
 _CONTRACTED = {"i'm": "is", "i've": "has", "i'll": "will"}
 _PIECE_RE = re.compile(r"[\w]+(?:'[\w]+)?|[^\w]+")
+# Left as written: quoted speech (someone else's "I"), fenced code blocks (to the next
+# fence or the end) and inline code, where `i` is a loop variable.
+_PROTECTED_RE = re.compile(
+    r"(\"[^\"]*\"|\u201c[^\u201d]*\u201d|```.*?(?:```|$)|`[^`\n]*`)", re.DOTALL
+)
 
 
 def _third_person(verb: str) -> str:
@@ -100,5 +106,5 @@ def resolve_first_person(text: str, speaker: str) -> str:
 
     "we/us/our" and "you" are left alone: their referents are not known here.
     """
-    parts = re.split(r"(\"[^\"]*\"|\u201c[^\u201d]*\u201d)", text)
+    parts = _PROTECTED_RE.split(text)
     return "".join(p if i % 2 else _resolve_span(p, speaker) for i, p in enumerate(parts))

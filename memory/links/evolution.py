@@ -35,6 +35,7 @@ from memory.links.models import Contribution
 from memory.notes.models import Note
 from memory.notes.window_text import own_context
 from memory.notes.writes import note_update
+from memory.trust.policy import may_lend
 from memory.types import utcnow
 
 MAX_KEYWORDS = 12
@@ -81,7 +82,7 @@ def evolve_by_keywords(*, session: Session, linked: dict[uuid.UUID, list[uuid.UU
             continue
         for neighbour_id in sorted(set(neighbour_ids) & locked.keys()):
             target = state.notes[neighbour_id]
-            if may_flow(Audience.of(source), Audience.of(target)):
+            if may_flow(Audience.of(source), Audience.of(target)) and may_lend(source, target):
                 changed += _merge_into(state, note_id, neighbour_id)
     _store(session, state, set(locked))
     return changed
@@ -99,6 +100,8 @@ def _read(session: Session, note_ids: list[uuid.UUID], *, lock: bool) -> dict[uu
         Note.visibility,
         Note.domain,
         Note.agent_id,
+        Note.trust,
+        Note.review,
     ).where(Note.id.in_(note_ids))
     if lock:
         query = query.order_by(Note.id).with_for_update(skip_locked=True)

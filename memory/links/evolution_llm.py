@@ -25,6 +25,7 @@ from memory.access.audience import Audience, audience_key, may_flow
 from memory.clients.llm import LlmClient
 from memory.links.evolution import MAX_TAGS, record_contributions
 from memory.notes.models import Note
+from memory.trust.policy import may_lend
 
 EVOLVE_SCHEMA = {
     "type": "object",
@@ -73,7 +74,7 @@ def _audience_groups(note: Note, neighbours: list[Note]) -> list[list[Note]]:
     source = Audience.of(note)
     for neighbour in neighbours:
         target = Audience.of(neighbour)
-        if neighbour.kind != "knowledge" and may_flow(source, target):
+        if neighbour.kind != "knowledge" and may_flow(source, target) and may_lend(note, neighbour):
             groups[audience_key(target)].append(neighbour)
     return [groups[key] for key in sorted(groups)]
 
@@ -100,9 +101,7 @@ def _evolve_group(session: Session, llm: LlmClient, note: Note, neighbours: list
         if item.get("context"):
             target.context = str(item["context"])[:300]
         if item.get("tags"):
-            target.tags = list(dict.fromkeys(str(t).lower()[:40] for t in item["tags"]))[
-                :MAX_TAGS
-            ]
+            target.tags = list(dict.fromkeys(str(t).lower()[:40] for t in item["tags"]))[:MAX_TAGS]
         rows = [("tag", tag) for tag in target.tags or [] if tag not in before]
         rows += [("context", "")] if item.get("context") else []
         record_contributions(

@@ -49,6 +49,7 @@ from memory.notes.service import get_visible_note
 from memory.notes.window import lock_note_windows, refresh_windows
 from memory.notes.window_text import close_window
 from memory.ops.audit import record_event
+from memory.trust.instructions import looks_like_instruction
 from memory.types import NOTE_KINDS, VISIBILITIES, utcnow
 
 IN_PLACE_FIELDS = ("visibility", "pinned", "tags", "domain", "kind")
@@ -216,6 +217,7 @@ def _new_version(
         version=old.version + 1,
         **{c: getattr(old, c) for c in _CARRIED},
         content=content,
+        instruction_like=looks_like_instruction(content),
         context=make_context(label, content),
         keywords=extract_keywords(content, exclude=[label]),
         tags=list(old.tags or []),
@@ -283,4 +285,8 @@ _CARRIED = (
     "first_access_at",
     "last_access_at",
     "half_life_hours",
+    "origin",
+    "origin_ref",
+    "trust",
+    "review",
 )

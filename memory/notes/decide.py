@@ -1,9 +1,10 @@
 """Stage 5, decide: ADD, UPDATE, DELETE or NOOP for a new note against similar ones.
 
-Deterministic rules (no LLM): a near-duplicate (cosine >= dedup threshold) is a NOOP that
-reinforces the existing note; the same subject stated with a different value by the same
-speaker is an UPDATE of that note; anything else is an ADD. With an LLM configured, the
-model chooses among the same candidates and its answer is validated against them.
+Deterministic rules (no LLM): a near-duplicate (cosine >= dedup threshold) that adds no
+number and few words of its own is a NOOP that reinforces the existing note; the same
+subject stated with a different value by the same speaker is an UPDATE of that note;
+anything else is an ADD. With an LLM configured, the model chooses among the same
+candidates and its answer is validated against them.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from memory.access.audience import Audience
 from memory.clients.llm import LlmClient
 from memory.config import PipelineSettings
+from memory.retrieval.text import content_tokens
 
 DECISIONS = ("ADD", "UPDATE", "DELETE", "NOOP")
 UPDATE_MIN_SIMILARITY = 0.6
@@ -41,6 +43,9 @@ class Candidate:
     # Who reads it (memory.access.audience): the decide stage merges a note only into a
     # note of the same audience.
     audience: Audience
+    # Its trust and review state (memory.trust): a note merges only into a note of the
+    # same standing, so untrusted text never reinforces or revises a trusted note.
+    standing: tuple[str, str | None]
 
 
 @dataclass(frozen=True)
@@ -65,13 +70,28 @@ def subject_and_value(text: str) -> tuple[str, str] | None:
     return None
 
 
+# A near-duplicate that brings more new content words than this share is kept.
+NEW_WORDS_SHARE = 0.2
+
+
+def adds_information(content: str, existing: str) -> bool:
+    """Whether `content` says something `existing` does not, though their vectors are
+    near-identical: a number or id it alone holds (a log's job number, an error code),
+    or new content words beyond NEW_WORDS_SHARE. Merging such a note would lose them."""
+    mine = set(content_tokens(content))
+    new = mine - set(content_tokens(existing))
+    if any(any(ch.isdigit() for ch in token) for token in new):
+        return True
+    return len(new) > max(1.0, NEW_WORDS_SHARE * len(mine))
+
+
 def decide_by_rules(
     content: str, speaker: str | None, candidates: list[Candidate], settings: PipelineSettings
 ) -> Decision:
     if not candidates:
         return Decision("ADD", reason="no similar note")
     best = candidates[0]
-    if best.similarity >= settings.dedup_threshold:
+    if best.similarity >= settings.dedup_threshold and not adds_information(content, best.content):
         return Decision("NOOP", best.note_id, best.similarity, "near-duplicate")
     mine = subject_and_value(content)
     if mine is not None:

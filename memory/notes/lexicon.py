@@ -1,7 +1,8 @@
 """Write-time lexical indexing: analysed terms as a tsvector, and per-user BM25 statistics.
 
 Invariants: a note's terms are counted in `lexicon`/`lexicon_totals` exactly while it is
-active and current (valid_to IS NULL); `index_note_terms` and `unindex_note_terms` are the
+active and current (valid_to IS NULL), and a term row exists only while some note is
+counted with it; `index_note_terms` and `unindex_note_terms` are the
 only writers, called on activation and on closing/archiving. Their changes are summed per
 transaction and written in one sorted upsert just before the commit, so concurrent
 workers lock statistics rows in one order, briefly, and never deadlock.
@@ -141,6 +142,7 @@ def _write_pending(session: Session) -> None:
                 "deltas": [pending.counts[k] for k in keys],
             },
         )
+    _drop_unused_terms(session, [k for k in keys if pending.counts[k] < 0])
     # A window change moves lengths without changing the document count.
     for key in sorted(set(pending.totals) | set(pending.lengths)):
         tenant_id, user_id, name = key
@@ -160,6 +162,28 @@ def _write_pending(session: Session) -> None:
                 "length": pending.lengths[key],
             },
         )
+
+
+def _drop_unused_terms(session: Session, keys: list[tuple[str, str, str, str]]) -> None:
+    """A term no counted note holds any more leaves the lexicon: the table would
+    otherwise keep the words of forgotten and pruned memories."""
+    if not keys:
+        return
+    session.execute(
+        text(
+            "DELETE FROM lexicon l USING unnest(CAST(:tenants AS text[]), "
+            "CAST(:users AS text[]), CAST(:fields AS text[]), CAST(:terms AS text[])) "
+            "AS k(tenant_id, user_id, field, term) WHERE l.tenant_id = k.tenant_id "
+            "AND l.user_id = k.user_id AND l.field = k.field AND l.term = k.term "
+            "AND l.doc_count <= 0"
+        ),
+        {
+            "tenants": [k[0] for k in keys],
+            "users": [k[1] for k in keys],
+            "fields": [k[2] for k in keys],
+            "terms": [k[3] for k in keys],
+        },
+    )
 
 
 @event.listens_for(Session, "after_rollback")

@@ -52,6 +52,14 @@ class Note(Base):
         CheckConstraint(check_in("visibility", VISIBILITIES), name="visibility"),
         CheckConstraint(check_in("status", NOTE_STATUSES), name="status"),
         CheckConstraint("importance >= 0 AND importance <= 1", name="importance"),
+        CheckConstraint("trust IN ('high', 'medium', 'low')", name="trust"),
+        CheckConstraint("review IN ('candidate')", name="review"),
+        Index(
+            "ix_notes_candidates",
+            "tenant_id",
+            "user_id",
+            postgresql_where=text("review IS NOT NULL"),
+        ),
         Index("ix_notes_scope", "tenant_id", "user_id", "status"),
         Index("ix_notes_lineage", "lineage_id", "version"),
         Index("ix_notes_session_turn", "tenant_id", "user_id", "session_id", "turn_seq"),
@@ -92,6 +100,14 @@ class Note(Base):
     # The source episode's capture order: adjacent turns of a session for the read path.
     turn_seq: Mapped[int | None] = mapped_column(BigInteger)
     speaker: Mapped[str | None] = mapped_column(String(128))
+    # Where it came from and how far that is trusted (memory.trust; migration 0014).
+    origin: Mapped[str] = mapped_column(String(16), default="user", server_default="user")
+    origin_ref: Mapped[str | None] = mapped_column(String(512))
+    trust: Mapped[str] = mapped_column(String(8), default="high", server_default="high")
+    # Its text addresses the assistant or claims a standing order (memory.trust.instructions).
+    instruction_like: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")
+    # 'candidate' while it waits for review: not injected until approved.
+    review: Mapped[str | None] = mapped_column(String(16))
     content: Mapped[str] = mapped_column(Text)
     summary: Mapped[str | None] = mapped_column(Text)
     context: Mapped[str | None] = mapped_column(Text)
@@ -295,7 +311,8 @@ class LexiconTotal(Base):
 
 
 class Tombstone(Base):
-    """What remains of a hard-deleted note: enough to audit, nothing to recall."""
+    """What remains of an erased note: its id, who erased it, when and why; no content
+    (and no hash of it: migration 0013)."""
 
     __tablename__ = "tombstones"
     __table_args__ = (Index("ix_tombstones_scope", "tenant_id", "user_id"),)
@@ -304,5 +321,6 @@ class Tombstone(Base):
     tenant_id: Mapped[str] = mapped_column(String(128))
     user_id: Mapped[str] = mapped_column(String(128))
     reason: Mapped[str] = mapped_column(Text)
-    content_hash: Mapped[str] = mapped_column(String(64))
+    content_hash: Mapped[str | None] = mapped_column(String(64))
+    actor: Mapped[str | None] = mapped_column(String(160))
     deleted_at: Mapped[datetime] = mapped_column(Timestamp, default=utcnow)

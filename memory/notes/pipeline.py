@@ -88,9 +88,12 @@ def decide_notes(
     for note in notes:
         episode_ids = sources.get(note.id, [])
         # A merge or an update carries one note's content to the other's readers: only
-        # within one audience (memory.access.audience).
-        own = audience_key(Audience.of(note))
-        candidates = [c for c in batch.for_note(note) if audience_key(c.audience) == own]
+        # within one audience (memory.access.audience), and only between notes of one
+        # trust and review state (memory.trust).
+        own = (audience_key(Audience.of(note)), (note.trust, note.review))
+        candidates = [
+            c for c in batch.for_note(note) if (audience_key(c.audience), c.standing) == own
+        ]
         if llm is not None:
             decision = decide_with_llm(llm, note.content, candidates)
         else:
@@ -160,7 +163,7 @@ def _apply(
             )
         session.execute(delete(NoteSource).where(NoteSource.note_id == note.id))
         session.delete(note)
-        _audit(session, target, "note.reinforced", decision)
+        _audit(session, target, "note.reinforced", decision, episode_ids)
         return target.id
     if decision.action in ("UPDATE", "DELETE") and target is not None:
         _close(session, target, now, superseded_by=note.id if decision.action == "UPDATE" else None)
@@ -168,7 +171,7 @@ def _apply(
             note.status = "deleted"
             note.valid_to = now
             close_window(note)
-            _audit(session, target, "note.invalidated", decision)
+            _audit(session, target, "note.invalidated", decision, episode_ids)
             return None
         note.lineage_id, note.version = target.lineage_id, target.version + 1
         session.add(
@@ -182,9 +185,8 @@ def _apply(
             )
         )
     _activate(session, note, windows.vectors.get(note.id), windows.texts.get(note.id))
-    _audit(
-        session, note, "note.created" if decision.action != "UPDATE" else "note.updated", decision
-    )
+    action = "note.created" if decision.action != "UPDATE" else "note.updated"
+    _audit(session, note, action, decision, episode_ids)
     return note.id
 
 
@@ -231,7 +233,10 @@ def _close(session: Session, note: Note, now, *, superseded_by: uuid.UUID | None
     session.flush()
 
 
-def _audit(session: Session, note: Note, action: str, decision: Decision) -> None:
+def _audit(
+    session: Session, note: Note, action: str, decision: Decision, episode_ids: list[uuid.UUID]
+) -> None:
+    """The decision's event; it names the deciding turns (the turn journal reads them)."""
     record_event(
         session=session,
         tenant_id=note.tenant_id,
@@ -245,6 +250,7 @@ def _audit(session: Session, note: Note, action: str, decision: Decision) -> Non
             "decision": decision.action,
             "target": str(decision.target_id) if decision.target_id else None,
             "similarity": decision.similarity,
+            "episodes": [str(e) for e in episode_ids],
         },
     )
 

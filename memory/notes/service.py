@@ -15,11 +15,8 @@ from memory.db import CompiledStatement
 from memory.episodes.models import Episode
 from memory.errors import NotFoundError
 from memory.links.models import Link
-from memory.notes.lexicon import unindex_note_terms
 from memory.notes.models import Note, NoteSource
-from memory.notes.window_text import close_window
-from memory.ops.audit import record_event
-from memory.types import id_in, id_in_param, utcnow
+from memory.types import id_in, id_in_param
 
 
 def get_visible_note(*, session: Session, viewer: Viewer, note_id: uuid.UUID) -> Note:
@@ -111,32 +108,6 @@ def note_history(*, session: Session, viewer: Viewer, note_id: uuid.UUID) -> lis
         .order_by(Note.version, Note.created_at)
     )
     return [v for v in versions if can_see(viewer, v)]
-
-
-def forget_note(
-    *, session: Session, viewer: Viewer, note_id: uuid.UUID, actor: str, reason: str | None = None
-) -> Note:
-    """Soft-delete: status deleted and validity closed; the row and its history remain."""
-    note = get_visible_note(session=session, viewer=viewer, note_id=note_id)
-    if note.status == "deleted":
-        return note
-    if note.status == "active" and note.valid_to is None:
-        unindex_note_terms(session=session, notes=[note])
-    note.status = "deleted"
-    note.valid_to = note.valid_to or utcnow()
-    close_window(note)
-    record_event(
-        session=session,
-        tenant_id=note.tenant_id,
-        user_id=note.user_id,
-        actor=actor,
-        action="note.forgotten",
-        entity_type="note",
-        entity_id=str(note.id),
-        reason=reason,
-    )
-    session.flush()
-    return note
 
 
 def episode_outcome(

@@ -76,6 +76,8 @@ def _similar_statement(status: str | None) -> CompiledStatement:
             other.visibility,
             other.domain,
             other.agent_id,
+            other.trust,
+            other.review,
             nearest.c.similarity,
         )
         .select_from(query)
@@ -156,6 +158,7 @@ def similar_notes(
                         row.speaker,
                         float(row.similarity),
                         Audience(row.visibility, row.domain, row.agent_id),
+                        (row.trust, row.review),
                     )
                 )
     for candidates in found.values():
@@ -193,7 +196,14 @@ class BatchCandidates:
             return again.get(note.id, [])
         row = self.cosines[self.row[note.id]]
         earlier = [
-            Candidate(n.id, n.content, n.speaker, float(row[self.row[n.id]]), Audience.of(n))
+            Candidate(
+                n.id,
+                n.content,
+                n.speaker,
+                float(row[self.row[n.id]]),
+                Audience.of(n),
+                (n.trust, n.review),
+            )
             for n in self.activated
             if n.valid_to is None  # not closed by a later note of the batch
             and (n.tenant_id, n.user_id) == (note.tenant_id, note.user_id)

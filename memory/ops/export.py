@@ -32,6 +32,7 @@ from memory.links.models import Link
 from memory.notes.models import Note, NoteSource, Tombstone
 from memory.ops.models import AuditEvent
 from memory.ops.rowcodec import encode_row
+from memory.trust.labels import who_said
 from memory.types import utcnow
 
 FORMATS = ("json", "jsonl", "markdown")
@@ -199,6 +200,7 @@ def _markdown(
 def _markdown_note(note: Note) -> str:
     title = note.content.strip().splitlines()[0][:80]
     facts = [f"`{note.id}`", note.domain, note.visibility, f"v{note.version}"]
+    facts.append(f"from {who_said(note)}")  # origin and trust, as a context line shows them
     if note.tags:
         facts.append("tags: " + ", ".join(note.tags))
     if note.pinned:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 from sqlalchemy import text
@@ -78,3 +80,21 @@ def queue_depths() -> dict[str, int | None]:
         return {name: sum(next(lengths) for _ in PRIORITY_SUFFIXES) for name in QUEUE_NAMES}
     except Exception:  # status must render even when Redis is down
         return {name: None for name in QUEUE_NAMES}
+
+
+# /healthz answers within this, whatever hangs: a frozen PostgreSQL held the pool's
+# connection wait (40 s), a stalled Redis its socket timeout.
+HEALTH_DEADLINE_SECONDS = 0.9
+# Checks still stuck from earlier probes keep their threads; new probes get others.
+_CHECKS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="health")
+
+
+def run_checks(
+    checks: dict[str, Callable[[], dict[str, Any]]], deadline: float = HEALTH_DEADLINE_SECONDS
+) -> dict[str, dict[str, Any]]:
+    """Each check's result, run side by side; a check with no answer by `deadline` is
+    reported as failed (it goes on in the background and is not waited for)."""
+    futures = {name: _CHECKS.submit(check) for name, check in checks.items()}
+    wait(futures.values(), timeout=deadline)
+    late = {"ok": False, "ms": round(deadline * 1000, 1), "detail": "no answer in time"}
+    return {name: f.result() if f.done() else dict(late) for name, f in futures.items()}

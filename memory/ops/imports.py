@@ -37,6 +37,8 @@ from memory.ops.audit import record_event
 from memory.ops.export import TABLES
 from memory.ops.export_files import ExportBundle
 from memory.ops.rowcodec import decode_row
+from memory.trust.origin import least_trusted
+from memory.trust.settings import DEFAULT_TRUST
 
 BATCH = 200
 ID_CHUNK = 5000
@@ -121,6 +123,9 @@ def _insert(
     return inserted
 
 
+IMPORT_TRUST = DEFAULT_TRUST["import"]
+
+
 def _insert_notes(session: Session, rows: list[dict[str, Any]], progress: Progress | None) -> int:
     """Notes without superseded_by first (it may point at any row), then the pointers."""
     pointers = {r["id"]: r.get("superseded_by") for r in rows}
@@ -129,8 +134,17 @@ def _insert_notes(session: Session, rows: list[dict[str, Any]], progress: Progre
     new_ids: set[uuid.UUID] = set()
     # Windows and evolved words depend on the notes around them here: rebuilt after the
     # import (memory.notes.rederive); until then no agent ranks by the imported windows.
+    # An import vouches for no more than an import's trust, whatever the file claims.
     fresh = [
-        {**r, "superseded_by": None, "derived_version": 1, "window_readers": []} for r in rows
+        {
+            **r,
+            "superseded_by": None,
+            "derived_version": 1,
+            "window_readers": [],
+            "origin": r.get("origin") or "import",
+            "trust": least_trusted([r.get("trust") or IMPORT_TRUST, IMPORT_TRUST]),
+        }
+        for r in rows
     ]
     for chunk in _chunks(fresh, BATCH):
         statement = insert(table).values(chunk).on_conflict_do_nothing().returning(table.c.id)

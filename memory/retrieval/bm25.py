@@ -262,4 +262,3 @@ def _bm25_statement(shape: ScopeShape, window: bool, mode: str, limit: int) -> C
         .order_by(per_note.c.score.desc())
         .limit(limit)
     )
-

@@ -23,6 +23,8 @@ K = TypeVar("K", bound=Hashable)
 
 FusionMethod = Literal["zscore", "minmax", "rrf"]
 DEFAULT_RRF_K = 60
+# A route whose candidates all tie: their z-score against one absent note, and its.
+TIED_Z = 1.0
 
 
 def _check_finite(scores: Mapping[K, float]) -> None:
@@ -31,10 +33,12 @@ def _check_finite(scores: Mapping[K, float]) -> None:
             raise ValueError(f"non-finite score {value!r} for {key!r}")
 
 
-def zscore(scores: Mapping[K, float]) -> dict[K, float]:
+def zscore(scores: Mapping[K, float], *, min_spread: float = 0.0) -> dict[K, float]:
     """(x - mean) / population stddev. All-equal (or single) scores → all 0.0.
 
-    Zero spread carries no ranking information, so it adds nothing to a fused sum.
+    Zero spread carries no ranking information, so it adds nothing to a fused sum. With
+    `min_spread`, the stddev is at least that: scores that differ in the third decimal
+    are not stretched into several standard deviations.
     """
     _check_finite(scores)
     if not scores:
@@ -42,6 +46,7 @@ def zscore(scores: Mapping[K, float]) -> dict[K, float]:
     values = list(scores.values())
     mean = math.fsum(values) / len(values)
     std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values))
+    std = max(std, min_spread) if std else std
     if std == 0.0:
         return dict.fromkeys(scores, 0.0)
     return {key: (value - mean) / std for key, value in scores.items()}
@@ -76,18 +81,27 @@ def _rrf(scores: Mapping[K, float], k: int) -> dict[K, float]:
 
 
 def _normalise(
-    scores: Mapping[K, float], method: FusionMethod, rrf_k: int
+    scores: Mapping[K, float], method: FusionMethod, rrf_k: int, min_spread: float = 0.0
 ) -> tuple[dict[K, float], float]:
     """Normalised scores of one route and the value a document absent from it receives.
 
     Absent value: z-score → the route's minimum normalised value. A route returns its top
     N, so a document it did not return scored at most like its worst one; the mean (0.0)
-    would reward absence over a below-average presence. Min-max → 0.0, which is its
-    minimum too. RRF → 0.0, the standard contribution of an unranked document.
+    would reward absence over a below-average presence. When all its candidates tie,
+    they get +TIED_Z and absent documents -TIED_Z (z-scores would make them equal).
+    Min-max → 0.0, which is its minimum too. RRF → 0.0, the standard contribution of an
+    unranked document.
     """
     if method == "zscore":
-        normed = zscore(scores)
-        return normed, min(normed.values())
+        normed = zscore(scores, min_spread=min_spread)
+        low, high = min(normed.values()), max(normed.values())
+        if low == high:
+            # Every candidate ties (one note holds the query's only rare term: a job id in
+            # a log): z-scores give them all 0.0, the value absent notes get, so the most
+            # selective answer a route can give added nothing. Scored against one absent
+            # note instead, they are +1 and the absent -1, as z-scores of {s, 0} are.
+            return dict.fromkeys(scores, TIED_Z), -TIED_Z
+        return normed, low
     if method == "minmax":
         return minmax(scores), 0.0
     if method == "rrf":
@@ -101,11 +115,13 @@ def fuse(
     method: FusionMethod = "zscore",
     weights: Mapping[str, float] | None = None,
     rrf_k: int = DEFAULT_RRF_K,
+    min_spreads: Mapping[str, float] | None = None,
 ) -> dict[K, float]:
     """Fused score Σ_route weight · normalised score, over the union of all candidates.
 
     Routes not named in `weights` get weight 1.0 (equal weights measured best); empty
     routes contribute nothing. Weights must be ≥ 0 and rrf_k > 0, else ValueError.
+    `min_spreads` floors a route's stddev for z-scores (`zscore`'s min_spread).
     """
     if rrf_k <= 0:
         raise ValueError(f"rrf_k must be > 0, got {rrf_k}")
@@ -122,7 +138,8 @@ def fuse(
     for name, scores in routes.items():
         if not scores:
             continue
-        normed, absent = _normalise(scores, method, rrf_k)
+        spread = (min_spreads or {}).get(name, 0.0)
+        normed, absent = _normalise(scores, method, rrf_k, spread)
         weight = weights.get(name, 1.0)
         column = [absent] * len(keys)
         for key, value in normed.items():

@@ -22,6 +22,8 @@ class SearchHit:
     speaker_boost: float = 0.0
     length_prior: float = 0.0
     sparse: float = 0.0
+    # Cosine of the note's own vector to the query's, when the dense route ranked it.
+    similarity: float | None = None
 
     def explanation(self) -> dict[str, Any]:
         a = self.activation
@@ -37,6 +39,7 @@ class SearchHit:
             "speaker_boost": self.speaker_boost,
             "length_prior": round(self.length_prior, 4),
             "sparse": round(self.sparse, 4),
+            "similarity": None if self.similarity is None else round(self.similarity, 4),
         }
 
 

@@ -44,8 +44,15 @@ class ScoredNote(Protocol):
     agent_id: str
     occurred_at: datetime
     last_access_at: datetime
+    first_access_at: datetime
     half_life_hours: float
     term_count: int
+    # Provenance (memory.trust): shown with every hit, used by the context block.
+    origin: str
+    origin_ref: str | None
+    trust: str
+    instruction_like: bool
+    review: str | None
     base_level: float  # ACT-R's B at the search's clock, computed by PostgreSQL
     # The query's sparse inner products (`memory.retrieval.sparse`): the note's own, and
     # its own plus its adjacent turns' for a seed (a window read at query time); None
@@ -139,7 +146,9 @@ def _adjacent_turn(shape: ScopeShape, *, before: bool) -> Any:
     condition on `seed_ids` fails before the index is read (PostgreSQL tests it once per
     row, as a one-time filter)."""
     name = "before" if before else "after"
-    neighbour = aliased(Note, name=f"{name}_note")
+    # Short aliases: each is named twenty times, and the statement must stay within the
+    # length psycopg caches its parse for (tests/unit/retrieval/test_candidates_statement).
+    neighbour = aliased(Note, name="prior" if before else "later")
     nearer = neighbour.turn_seq < Note.turn_seq if before else neighbour.turn_seq > Note.turn_seq
     order = neighbour.turn_seq.desc() if before else neighbour.turn_seq
     return (

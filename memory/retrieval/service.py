@@ -17,7 +17,12 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from memory.access.policy import Viewer
-from memory.activation.model import activation_breakdown, make_noise_rng
+from memory.activation.model import (
+    activation_breakdown,
+    break_ties_by_noise,
+    make_noise_rng,
+    ranked_base_level,
+)
 from memory.config import Settings
 from memory.db import plan_generically
 from memory.retrieval import routes as r
@@ -42,6 +47,12 @@ LINK_SEEDS = 10
 LINK_FACTOR = 0.5
 SPEAKER_BOOST = 0.2
 VERBATIM_BOOST = 0.5
+# The dense routes' z-scores use a stddev of at least this cosine. When nothing is like
+# the query (a pasted log's hundred passages all at cosine 0.05-0.09 to "why did job 31337
+# fail?"), their differences are noise; as z-scores they became 5 standard deviations and
+# buried the one passage the lexical routes found by its words.
+MIN_COSINE_SPREAD = 0.04
+COSINE_SPREADS = {"dense": MIN_COSINE_SPREAD, "dense_window": MIN_COSINE_SPREAD}
 MMR_LAMBDA = 0.7
 # Candidates scored per query after fusion. Scoring moves a note little against its
 # fused rank: on LoCoMo, 27 of 30,720 top-20 hits came from fused ranks 101-150, and
@@ -98,7 +109,11 @@ def search_notes(
     found = run_routes(session, scope, query, vector, options, aside)
     plan_generically(session)  # the statements from here on read notes by id
     lexical_routes = {k: v for k, v in found.items() if k != "verbatim"}
-    fused = fuse(lexical_routes, method=options.fusion) if lexical_routes else {}  # type: ignore[arg-type]
+    fused = (
+        fuse(lexical_routes, method=options.fusion, min_spreads=COSINE_SPREADS)  # type: ignore[arg-type]
+        if lexical_routes
+        else {}
+    )
     for note_id, matched in found.get("verbatim", {}).items():
         fused[note_id] = (
             fused.get(note_id, min(fused.values(), default=0.0)) + VERBATIM_BOOST * matched
@@ -122,6 +137,13 @@ def search_notes(
         links, notes = _with_links(session, scope, relevance, notes, options.link_weight, reading)
     passed, below = _score(notes, relevance, found, links, query, now, settings, options)
     _add_sparse_channel(passed, options.sparse_weight or 0.0)
+    if settings.activation.noise_ties_only:
+        passed = break_ties_by_noise(
+            passed,
+            lambda h: h.score,
+            lambda h: h.activation.noise if h.activation else 0.0,
+            settings.activation.noise_tie_window,
+        )
     chosen = _select(session, viewer, passed, top_k, options)
     if filters.narrows and len(chosen) < top_k:
         # A filter names the slice the caller wants ranked ("decisions since Monday"), so
@@ -232,8 +254,15 @@ def _score(
         breakdown = None
         score = rel + spread
         if options.activation:
+            base = ranked_base_level(
+                note.base_level,
+                note.first_access_at,
+                now,
+                decay=settings.activation.decay_parameter,
+                cap=settings.activation.rehearsal_cap,
+            )
             breakdown = activation_breakdown(
-                base=note.base_level,
+                base=base,
                 last_access=note.last_access_at,
                 now=now,
                 relevance=rel,
@@ -247,6 +276,7 @@ def _score(
         if note_id in links:
             route_ranks["links"] = 1
         hit = SearchHit(note, score, rel, breakdown, route_ranks, spread, boost, prior)
+        hit.similarity = found.get("dense", {}).get(note_id)
         (hits if breakdown is None or breakdown.threshold_passed else below).append(hit)
     for group in (hits, below):
         group.sort(key=lambda h: (-h.score, str(h.note.id)))

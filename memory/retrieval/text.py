@@ -105,12 +105,22 @@ def _raw_matches(text: str) -> list[tuple[str, str]]:
     return out
 
 
+# A "word" longer than this (a base64 blob, a run of one character in a pasted log) is no
+# term anyone searches for, and PostgreSQL refuses tsvector words over 2,046 bytes.
+MAX_TOKEN_CHARS = 200
+
+
 def tokenize(text: str) -> list[str]:
     """Lowercase unicode word tokens; ids, emails and decimals kept whole (see module doc).
 
     URLs contribute their host and path words (not the whole URL); emails are kept whole
-    and also split into their local part and domain words.
+    and also split into their local part and domain words. Tokens longer than
+    MAX_TOKEN_CHARS are left out.
     """
+    return [t for t in _tokens(text) if len(t) <= MAX_TOKEN_CHARS]
+
+
+def _tokens(text: str) -> list[str]:
     tokens: list[str] = []
     for kind, surface in _raw_matches(text):
         low = surface.casefold()

@@ -1,7 +1,7 @@
 """The store side of a sync: a file's edit, a new file, a deleted file, each audited.
 
 Invariants: every change goes through the same domain functions as the API (patch_note,
-capture_episodes, forget_note); each runs in a savepoint, so a refused edit of one file
+capture_episodes, forget_memory); each runs in a savepoint, so a refused edit of one file
 (invalid kind, empty body) rolls back alone and the rest of the sync proceeds.
 """
 
@@ -15,10 +15,10 @@ from memory.access.policy import Viewer
 from memory.clients.embedder import Embedder
 from memory.config import Settings
 from memory.episodes.service import EpisodeInput, capture_episodes
+from memory.erasure.forget import forget_memory
 from memory.errors import InvalidInputError
 from memory.notes.admin import NotePatch, patch_note
 from memory.notes.models import Note
-from memory.notes.service import forget_note
 from memory.sync.files import ParsedFile, digest
 from memory.types import NOTE_KINDS, VISIBILITIES
 
@@ -102,7 +102,7 @@ def capture_file(
 
 def forget_file_note(*, session: Session, viewer: Viewer, note: Note, file_name: str) -> None:
     with session.begin_nested():
-        forget_note(
+        forget_memory(
             session=session,
             viewer=viewer,
             note_id=note.id,

@@ -50,9 +50,15 @@ installed=""
 if [ -f "$OC_DIR/node_modules/openclaw/package.json" ]; then
   installed="$(node -p 'require(process.argv[1]).version' "$OC_DIR/node_modules/openclaw/package.json" 2>/dev/null || true)"
 fi
-if [ "$installed" = "$OPENCLAW_VERSION" ]; then
+# A copy whose extraction was cut short (a killed install, a machine stopped mid-way) has
+# the right package.json but misses files: it must start, or it is installed again.
+if [ "$installed" = "$OPENCLAW_VERSION" ] && (cd "$OC_DIR" && node node_modules/openclaw/openclaw.mjs --version >/dev/null 2>&1); then
   log "openclaw@$OPENCLAW_VERSION already installed"
 else
+  if [ -n "$installed" ]; then
+    log "the cached openclaw@$installed does not start: installing it again"
+    rm -rf "$OC_DIR/node_modules" "$OC_DIR/package-lock.json"
+  fi
   log "installing openclaw@$OPENCLAW_VERSION (first run takes ~30-60 s)"
   mkdir -p "$OC_DIR"
   if [ ! -f "$OC_DIR/package.json" ]; then

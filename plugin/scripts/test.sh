@@ -46,7 +46,8 @@ rm -rf dist
 
 if [ "$run_unit" = 1 ]; then
   step "unit tests ($(node --version))"
-  node --test test/unit/*.test.mjs
+  # The capture spool goes to OpenClaw's state dir: a fresh one, never the user's.
+  OPENCLAW_STATE_DIR="$(mktemp -d)" node --test test/unit/*.test.mjs
 fi
 
 if [ "$run_e2e" = 1 ]; then

@@ -99,11 +99,12 @@ function addExport(memory: CliCommand, { rt, io, timeoutMs, userOf, run }: CliKi
     .command("export")
     .description("Export a user's memories (JSONL)")
     .option("--user <id>", "user id (default: defaultUserId)")
+    .option("--agent <id>", "agent id (default: main; agent tokens must name one)")
     .option("--format <format>", "export format", "jsonl")
     .option("--out <file>", "write to a file instead of stdout")
     .action(
       run(async (opts) => {
-        const body = await rt.client.exportUser(userOf(opts), opts.format ?? "jsonl", { timeoutMs });
+        const body = await rt.client.exportUser(userOf(opts), opts.agent || "main", opts.format ?? "jsonl", { timeoutMs });
         if (opts.out) {
           writeFileSync(opts.out, body);
           io.err(`muma: wrote ${body.length} bytes to ${opts.out}`);
@@ -131,10 +132,11 @@ function addConflicts(memory: CliCommand, { rt, io, timeoutMs, userOf, run }: Cl
     .command("conflicts")
     .description("List detected memory conflicts for a user")
     .option("--user <id>", "user id (default: defaultUserId)")
+    .option("--agent <id>", "agent id (default: main; agent tokens must name one)")
     .option("--json", "print JSON")
     .action(
       run(async (opts) => {
-        const res = (await rt.client.conflicts(userOf(opts), { timeoutMs })) as unknown;
+        const res = (await rt.client.conflicts(userOf(opts), opts.agent || "main", { timeoutMs })) as unknown;
         if (opts.json) {
           io.out(JSON.stringify(res, null, 2));
           return;

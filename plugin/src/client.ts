@@ -9,10 +9,10 @@
  *   `safely()`, which never throws.
  * - No connection is opened until the first request (never in `register`).
  */
-import type { ContextResponse, EpisodeIn, Identity, MemoryHit, SearchResponse, WorkingItem } from "./client/api.js";
+import type { ContextResponse, EpisodeIn, ForgetOut, Identity, MemoryHit, MemoryNote, SearchResponse, WorkingItem } from "./client/api.js";
 import { MumaHttp, type RequestOptions } from "./client/http.js";
 
-export type { ContextResponse, EpisodeIn, Identity, MemoryHit, Role, SearchResponse, WorkingHit, WorkingItem } from "./client/api.js";
+export type { ContextResponse, EpisodeIn, ForgetOut, Identity, MemoryHit, MemoryNote, Provenance, Role, SearchResponse, WorkingHit, WorkingItem } from "./client/api.js";
 export { safely, withDeadline } from "./client/guard.js";
 export { MumaError, type MumaErrorKind, type RequestOptions, describeError } from "./client/http.js";
 
@@ -76,8 +76,14 @@ export class MumaClient extends MumaHttp {
     id: Identity,
     body: Record<string, unknown>,
     opts: CallOptions,
-  ): Promise<{ episode_id?: string; note_ids?: string[]; decision?: unknown }> {
-    return this.call("POST", "/v1/memories", opts, { body: { ...ownerInSession(id), ...body } });
+  ): Promise<{ episode_id?: string; note_id?: string; note_ids?: string[]; decision?: unknown }> {
+    // Waits for the write path (at most half the call's budget, in whole seconds) so the
+    // answer carries the memory's id: 201 with note_ids, or 202 when it is still queued.
+    const wait = Math.max(0, Math.min(30, Math.floor(opts.timeoutMs / 2000)));
+    return this.call("POST", "/v1/memories", opts, {
+      body: { ...ownerInSession(id), ...body },
+      ...(wait > 0 ? { query: { wait } } : {}),
+    });
   }
 
   getMemory(id: Identity, memoryId: string, opts: CallOptions): Promise<MemoryHit> {
@@ -90,6 +96,23 @@ export class MumaClient extends MumaHttp {
 
   patchMemory(id: Identity, memoryId: string, patch: Record<string, unknown>, opts: CallOptions): Promise<MemoryHit> {
     return this.call("PATCH", `/v1/memories/${enc(memoryId)}`, opts, { body: { ...owner(id), ...patch } });
+  }
+
+  /** The memory candidates waiting for review that this user/agent may see, newest first. */
+  candidates(id: Identity, limit: number, opts: CallOptions): Promise<MemoryNote[]> {
+    return this.call("GET", "/v1/candidates", opts, { query: { ...owner(id), limit } });
+  }
+
+  /** Approve a candidate, as it is or with corrected `content` (then the answer is a new version, new id). */
+  approveCandidate(id: Identity, candidateId: string, content: string | undefined, opts: CallOptions): Promise<MemoryNote> {
+    const body = { ...owner(id), ...(content !== undefined ? { content } : {}) };
+    return this.call("POST", `/v1/candidates/${enc(candidateId)}/approve`, opts, { body });
+  }
+
+  /** Reject a candidate: the service forgets it. */
+  rejectCandidate(id: Identity, candidateId: string, reason: string | undefined, opts: CallOptions): Promise<ForgetOut> {
+    const body = { ...owner(id), ...(reason !== undefined ? { reason } : {}) };
+    return this.call("POST", `/v1/candidates/${enc(candidateId)}/reject`, opts, { body });
   }
 
   link(id: Identity, body: { source_id: string; target_id: string; kind?: string }, opts: CallOptions): Promise<unknown> {
@@ -112,12 +135,13 @@ export class MumaClient extends MumaHttp {
     return this.call("POST", "/v1/consolidate", opts, { body: { user_id: userId } });
   }
 
-  conflicts(userId: string, opts: { timeoutMs: number }): Promise<unknown> {
-    return this.call("GET", "/v1/conflicts", opts, { query: { user_id: userId } });
+  /** An agent token must name its agent: the service answers for what that agent reads. */
+  conflicts(userId: string, agentId: string | undefined, opts: { timeoutMs: number }): Promise<unknown> {
+    return this.call("GET", "/v1/conflicts", opts, { query: { user_id: userId, agent_id: agentId } });
   }
 
-  exportUser(userId: string, format: string, opts: { timeoutMs: number }): Promise<string> {
-    return this.call("GET", "/v1/export", opts, { query: { user_id: userId, format }, text: true });
+  exportUser(userId: string, agentId: string | undefined, format: string, opts: { timeoutMs: number }): Promise<string> {
+    return this.call("GET", "/v1/export", opts, { query: { user_id: userId, agent_id: agentId, format }, text: true });
   }
 
   putWorking(id: SessionIdentity, items: WorkingItem[], opts: { timeoutMs: number }): Promise<unknown> {

@@ -19,6 +19,8 @@ export interface MumaConfig {
   autoRecall: boolean;
   autoCapture: boolean;
   captureToolResults: boolean;
+  /** Where unsent captures are kept across processes (default: OpenClaw's state dir). */
+  spoolDir: string | undefined;
 }
 
 export const DEFAULTS: Readonly<MumaConfig> = Object.freeze({
@@ -32,6 +34,7 @@ export const DEFAULTS: Readonly<MumaConfig> = Object.freeze({
   autoRecall: true,
   autoCapture: true,
   captureToolResults: true,
+  spoolDir: undefined,
 });
 
 const KNOWN_KEYS = new Set(Object.keys(DEFAULTS));
@@ -97,8 +100,24 @@ export function resolveConfig(raw: unknown): ResolvedConfig {
     autoRecall: bool(obj.autoRecall, "autoRecall", problems) ?? DEFAULTS.autoRecall,
     autoCapture: bool(obj.autoCapture, "autoCapture", problems) ?? DEFAULTS.autoCapture,
     captureToolResults: bool(obj.captureToolResults, "captureToolResults", problems) ?? DEFAULTS.captureToolResults,
+    spoolDir: str(obj.spoolDir, "spoolDir", problems),
   };
   return { config, problems };
+}
+
+/**
+ * Why the configured token cannot be used, or undefined when it can. OpenClaw leaves a
+ * `${VAR}` whose variable is unset as that literal text; sent as a token, it came back as
+ * "invalid or revoked token", which sent users looking at the service instead of their
+ * environment.
+ */
+export function tokenProblem(token: string | undefined): string | undefined {
+  if (!token) return "MUMA token is not configured (plugins.entries.muma.config.token)";
+  const unresolved = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(token.trim());
+  if (unresolved) {
+    return `MUMA token is not set: the plugin config's token is ${token.trim()} and ${unresolved[1]} is not set in the gateway's environment`;
+  }
+  return undefined;
 }
 
 let manifestSchema: unknown;

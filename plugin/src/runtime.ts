@@ -7,6 +7,7 @@
 import { MumaClient, describeError, type EpisodeIn } from "./client.js";
 import { type MumaConfig, resolveConfig } from "./config.js";
 import { IdentityResolver } from "./identity.js";
+import { Spool, defaultSpoolDir } from "./spool.js";
 import type { PluginLogger } from "./types.js";
 
 /** Longest content the plugin sends for one episode / working item (characters). */
@@ -81,7 +82,7 @@ export class Runtime {
       shared = {
         client,
         identity: new IdentityResolver(config.defaultUserId),
-        capture: new CaptureQueue(client, logger, config.timeoutMs),
+        capture: new CaptureQueue(client, logger, config.timeoutMs, new Spool(config.spoolDir ?? defaultSpoolDir(), config, logger)),
         injected: new Map(),
         capturedRuns: new Map(),
         sessionIdByKey: new Map(),
@@ -137,7 +138,8 @@ export function trimMap(map: Map<string, unknown>, limit = 1000): void {
  *
  * Every episode carries an idempotency key, so a batch whose response was lost (timeout)
  * can be resent safely; failed batches stay queued (bounded) and go out with the next
- * flush. `flush()` never throws.
+ * flush, and are written to the spool so they outlive the process; the first flush also
+ * sends what earlier processes spooled. `flush()` never throws.
  */
 export class CaptureQueue {
   private pending: EpisodeIn[] = [];
@@ -145,12 +147,16 @@ export class CaptureQueue {
   private readonly client: MumaClient;
   private readonly logger: PluginLogger;
   private readonly hookTimeoutMs: number;
+  private readonly spool: Spool | undefined;
+  private claimed = false;
+  private spooled = false;
   private lastFailureLogged = 0;
 
-  constructor(client: MumaClient, logger: PluginLogger, hookTimeoutMs: number) {
+  constructor(client: MumaClient, logger: PluginLogger, hookTimeoutMs: number, spool?: Spool) {
     this.client = client;
     this.logger = logger;
     this.hookTimeoutMs = hookTimeoutMs;
+    this.spool = spool;
   }
 
   get size(): number {
@@ -175,6 +181,11 @@ export class CaptureQueue {
       // Chain: after the current batch, send what arrived meanwhile.
       return this.inFlight.then(() => (this.pending.length ? this.flush(requestTimeoutMs) : undefined));
     }
+    if (!this.claimed && this.spool) {
+      this.claimed = true;
+      this.pending = this.spool.claim().concat(this.pending).slice(-MAX_PENDING_EPISODES);
+      this.spooled = this.pending.length > 0;
+    }
     if (this.pending.length === 0) return Promise.resolve();
     const batch = this.pending;
     this.pending = [];
@@ -182,9 +193,11 @@ export class CaptureQueue {
       try {
         await this.client.postEpisodes(batch, { timeoutMs: requestTimeoutMs });
         this.logger.debug?.(`[muma] captured ${batch.length} episode(s)`);
+        if (this.spooled) this.keepInSpool();
       } catch (err) {
-        // Keep them (in order, ahead of newer ones) for the next flush.
+        // Keep them (in order, ahead of newer ones) for the next flush, and on disk.
         this.pending = batch.concat(this.pending).slice(-MAX_PENDING_EPISODES);
+        this.keepInSpool();
         const now = Date.now();
         if (now - this.lastFailureLogged > 10_000) {
           this.lastFailureLogged = now;
@@ -195,5 +208,12 @@ export class CaptureQueue {
       }
     })();
     return this.inFlight;
+  }
+
+  /** The spool holds exactly what is still pending (nothing: no file). */
+  private keepInSpool(): void {
+    if (!this.spool) return;
+    this.spool.save(this.pending);
+    this.spooled = this.pending.length > 0;
   }
 }

@@ -1,5 +1,5 @@
 /**
- * The ten memory tools (names from the MUMA seed).
+ * The eleven memory tools (the ten of the MUMA seed, and memory_review).
  *
  * Identity (user, agent, session) comes from the tool factory context (OpenClaw's trusted
  * sender and session), resolved by identity.ts; no tool has a user/agent/session parameter
@@ -9,12 +9,12 @@
  * than `toolTimeoutMs`.
  *
  * The tools themselves live in tools/: memories.ts (write, query, context), curation.ts
- * (forget, pin, visibility, link) and service.ts (stats, agents, consolidate).
+ * (forget, pin, visibility, link, review) and service.ts (stats, agents, consolidate).
  */
 import { MumaError } from "./client.js";
 import { toolIdentityInput } from "./identity.js";
 import type { Runtime } from "./runtime.js";
-import { memoryForget, memoryLink, memoryPin, memorySetVisibility } from "./tools/curation.js";
+import { memoryForget, memoryLink, memoryPin, memoryReview, memorySetVisibility } from "./tools/curation.js";
 import { memoryGetContext, memoryQuery, memoryWrite } from "./tools/memories.js";
 import { ParamError, asParams } from "./tools/params.js";
 import { memoryConsolidate, memorySearchAgents, memoryStats } from "./tools/service.js";
@@ -35,6 +35,7 @@ const SPECS: ToolSpec[] = [
   memoryLink,
   memorySearchAgents,
   memoryConsolidate,
+  memoryReview,
 ];
 
 export const NO_IDENTITY_MESSAGE =
@@ -51,6 +52,7 @@ function toolError(name: string, err: unknown): Error {
       case "http":
         if (err.status === 404) return new Error(`${name}: not found${err.detail ? ` (${err.detail})` : ""}.`);
         if (err.status === 403) return new Error(`${name}: not allowed${err.detail ? ` (${err.detail})` : ""}.`);
+        if (err.status === 409) return new Error(`${name}: conflict${err.detail ? ` (${err.detail})` : ""}.`);
         return new Error(`${name}: ${err.message}`);
       default:
         return new Error(`${name}: ${err.message}`);
@@ -59,7 +61,7 @@ function toolError(name: string, err: unknown): Error {
   return new Error(`${name}: ${err instanceof Error ? err.message : String(err)}`);
 }
 
-/** Build the ten tools bound to one tool context. */
+/** Build the tools bound to one tool context. */
 export function buildTools(rt: Runtime, ctx: ToolContext | undefined): AgentTool[] {
   const input = toolIdentityInput(ctx as Record<string, unknown> | undefined);
   return SPECS.map((spec) => ({

@@ -77,3 +77,23 @@ def test_every_route_but_healthz_requires_a_token(api_client: TestClient) -> Non
             assert response.status_code == 401, (
                 f"{method.upper()} {path} answered {response.status_code}"
             )
+
+
+def test_healthz_answers_within_a_second_whatever_hangs(
+    api_client: TestClient, celery_worker: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from memory.api.routes import system
+
+    def frozen() -> dict:
+        time.sleep(5)  # a frozen PostgreSQL: the pool's connection wait
+        return {"ok": True, "ms": 5000.0}
+
+    monkeypatch.setattr(system, "check_database", frozen)
+    response = api_client.get("/healthz")
+    assert response.status_code == 503
+    checks = response.json()["checks"]
+    # Not the frozen check's own answer, which would have come after 5 s.
+    assert checks["database"] == {"ok": False, "ms": 900.0, "detail": "no answer in time"}
+    assert checks["redis"]["ok"]

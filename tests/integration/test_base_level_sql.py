@@ -13,10 +13,10 @@ from memory.access.policy import Viewer
 from memory.activation.base_level_sql import base_level_column, base_level_params
 from memory.activation.model import base_level, retention
 from memory.clients.embedder import embed_query
-from memory.config import get_settings
+from memory.config import Settings, get_settings
 from memory.db import session_scope
 from memory.notes.models import Note
-from memory.retrieval.service import search_notes
+from memory.retrieval.service import SearchHit, search_notes
 from memory.types import utcnow
 from tests.integration.test_read_path import memory_user  # noqa: F401 - the fixture
 from tests.support.helpers import new_note
@@ -87,24 +87,35 @@ def test_a_search_explains_each_hit_by_its_stored_history_at_its_clock(
 ) -> None:
     user, _, tenant = memory_user
     query = "What is the name of my dog?"
-    settings = get_settings()
+    # B as stored history gives it: rehearsal's cap for ranking is checked apart below.
+    defaults = get_settings()
+    uncapped = defaults.activation.model_copy(update={"rehearsal_cap": None})
+    settings = defaults.model_copy(update={"activation": uncapped})
     viewer = Viewer(tenant_id=tenant, user_id=user, agent_id="helper")
     with session_scope() as session:
-        # One note with more accesses counted than stored, so Petrov's tail is in the path.
-        note = session.scalars(select(Note).where(Note.user_id == user).limit(1)).one()
+        # The note the query asks about (a hit whatever rehearsal adds), with more accesses
+        # counted than stored, so Petrov's tail is in the path.
+        note = session.scalars(
+            select(Note).where(Note.user_id == user, Note.content.contains("Biscuit")).limit(1)
+        ).one()
         note.access_times = [utcnow() - timedelta(hours=h) for h in (30, 5, 1)]
         note.access_count, note.first_access_at = 80, utcnow() - timedelta(days=90)
     later = utcnow() + timedelta(days=3)
-    with session_scope(custom_plans=True) as session:
-        hits = search_notes(
-            session=session,
-            viewer=viewer,
-            query=query,
-            vector=embed_query(query, settings),
-            top_k=20,
-            settings=settings,
-            now=later,
-        )
+
+    def search(with_settings: Settings) -> list[SearchHit]:
+        with session_scope(custom_plans=True) as session:
+            return search_notes(
+                session=session,
+                viewer=viewer,
+                query=query,
+                vector=embed_query(query, with_settings),
+                top_k=20,
+                settings=with_settings,
+                now=later,
+            )
+
+    hits = search(settings)
+    with session_scope() as session:
         rows = {n.id: n for n in session.scalars(select(Note).where(Note.user_id == user))}
     assert note.id in {hit.note.id for hit in hits}
     decay = settings.activation.decay_parameter
@@ -121,3 +132,9 @@ def test_a_search_explains_each_hit_by_its_stored_history_at_its_clock(
         assert activation.base_level == pytest.approx(expected, rel=1e-12)
         kept = retention(row.last_access_at, later, row.half_life_hours)
         assert activation.retention == pytest.approx(kept, rel=1e-12)
+    # With the default cap the rehearsed note ranks at most the cap above its age alone.
+    [hit] = [h for h in search(defaults) if h.note.id == note.id]
+    age_alone = -decay * math.log((later - rows[note.id].first_access_at).total_seconds() / 3600)
+    cap = defaults.activation.rehearsal_cap
+    assert cap is not None and hit.activation is not None
+    assert hit.activation.base_level == pytest.approx(age_alone + cap, rel=1e-9)

@@ -16,7 +16,7 @@ from memory.cli import bench as bench_module
 from memory.cli.main import cli
 from memory.clients.embedder import get_embedder
 from memory.db import session_scope
-from memory.notes.models import Note
+from memory.notes.models import Note, Tombstone
 from memory.ops.dead_letters import record_dead_letter
 from memory.ops.models import AuditEvent, DeadLetter
 from tests.integration.test_transactive import write
@@ -25,8 +25,8 @@ pytestmark = pytest.mark.integration
 
 COMMANDS = (
     "up", "db", "tokens", "agents", "stats", "search", "export", "import", "consolidate",
-    "decay", "conflicts", "forget", "pin", "dead-letters", "reembed", "backfill-sparse", "sync",
-    "doctor", "bench",
+    "decay", "conflicts", "forget", "archive", "restore", "pin", "dead-letters", "reembed",
+    "backfill-sparse", "sync", "doctor", "bench",
 )  # fmt: skip
 
 
@@ -58,7 +58,8 @@ def test_help_leads_to_every_command_with_an_example() -> None:
     assert top.exit_code == 0
     for name in COMMANDS:
         assert f"  {name} " in top.output, name
-    for name in ("stats", "search", "export", "import", "forget", "pin", "dead-letters",
+    for name in ("stats", "search", "export", "import", "forget", "archive", "restore", "pin",
+                 "dead-letters",
                  "reembed", "backfill-sparse", "sync", "bench"):  # fmt: skip
         result = run(name, "--help")
         assert result.exit_code == 0 and "Example" in result.output, name
@@ -131,11 +132,20 @@ def test_forget_and_pin(memories: dict[str, str], tenant_id: str, user_id: str) 
     unpinned = run("pin", memories["budget"], "--user", user_id, "--tenant", tenant_id, "--unpin")
     assert unpinned.exit_code == 0 and "unpinned" in unpinned.output
 
+    archived = run("archive", memories["budget"], "--user", user_id, "--tenant", tenant_id)
+    assert archived.exit_code == 0 and "archived" in archived.output, archived.output
+    restored = run("restore", memories["budget"], "--user", user_id, "--tenant", tenant_id)
+    assert restored.exit_code == 0 and "restored" in restored.output, restored.output
+    with session_scope() as session:
+        assert session.get(Note, uuid.UUID(memories["budget"])).status == "active"  # type: ignore[union-attr]
+
     forgot = run("forget", memories["sister"], "--user", user_id, "--tenant", tenant_id,
                  "--reason", "moved")  # fmt: skip
-    assert forgot.exit_code == 0, forgot.output
+    assert forgot.exit_code == 0 and "versions 1" in forgot.output, forgot.output
     with session_scope() as session:
-        assert session.get(Note, uuid.UUID(memories["sister"])).status == "deleted"  # type: ignore[union-attr]
+        assert session.get(Note, uuid.UUID(memories["sister"])) is None  # erased
+        stone = session.get(Tombstone, uuid.UUID(memories["sister"]))
+        assert stone is not None and stone.actor == "cli" and stone.content_hash is None
 
     bad_id = CliRunner().invoke(cli, ["forget", "not-a-uuid", "--user", user_id,
                                       "--tenant", tenant_id])  # fmt: skip

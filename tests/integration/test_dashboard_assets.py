@@ -50,3 +50,4 @@ def test_session_needs_a_token_and_reports_role_and_features(
     features = body["features"]
     assert features["search"] and features["browse"] and features["metrics"]
     assert features["tokens"] and features["graph"] and features["resolve_conflicts"]
+    assert features["journal"] and features["candidates"]

@@ -46,7 +46,7 @@ def history(
     user_id: str,
     tenant_id: str,
 ) -> dict[str, str]:
-    """Versions, a manual link, a pin, a forgotten note, accesses and a conflict."""
+    """Versions, a manual link, a pin, an archived note, accesses and a conflict."""
     admin = bearer(tokens["admin"])
     revised = api_client.patch(
         f"/v1/memories/{memories['budget']}",
@@ -72,8 +72,9 @@ def history(
         session.add(Conflict(tenant_id=tenant_id, user_id=user_id, note_a_id=a, note_b_id=b,
                              agent_a_id="assistant-1", agent_b_id="banker", similarity=0.8,
                              classification="compatible"))  # fmt: skip
-    api_client.delete(f"/v1/memories/{memories['blood']}", params={"user_id": user_id},
-                      headers=admin)  # fmt: skip
+    archived = api_client.post(f"/v1/memories/{memories['blood']}/archive",
+                               params={"user_id": user_id}, headers=admin)  # fmt: skip
+    assert archived.status_code == 200, archived.text
     return {**memories, "budget_v2": budget_v2}
 
 
@@ -86,7 +87,7 @@ def _snapshot(session: Session, tenant_id: str, user_id: str) -> dict[str, Any]:
         rows = [encode_row(table, r) for r in session.execute(query).mappings()]
         for row in rows:
             row.pop("seq", None)  # reassigned by the importing database, order kept
-        out[name] = sorted(rows, key=lambda r: r["id"])
+        out[name] = sorted(rows, key=lambda r: r.get("id") or r["note_id"])
     note_ids = [uuid.UUID(r["id"]) for r in out["notes"]]
     sources = TABLES["note_sources"]
     out["note_sources"] = sorted(
@@ -197,7 +198,7 @@ def test_round_trip_into_an_empty_database_is_faithful_and_idempotent(
     }
     original = _snapshot_now(tenant_id, user_id)
     assert len(original["notes"]) == 4  # three notes, one of them revised (two rows)
-    assert {r["status"] for r in original["notes"]} == {"active", "deleted"}
+    assert {r["status"] for r in original["notes"]} == {"active", "archived"}
     assert any(r["pinned"] for r in original["notes"]) and original["conflicts"]
     assert any(r["created_by"] == "user" for r in original["links"])
     assert any(r["sparse_embedding"] for r in original["notes"])  # carried as text
@@ -246,6 +247,8 @@ def test_markdown_is_readable_and_all_formats_carry_the_same_rows(
     note = next(r for r in bundles["jsonl"].tables["notes"] if r["id"] == history["budget_v2"])
     assert len(note["embedding"]) == 384 and note["embedding_model"]
     assert note["pinned"] is True and note["version"] == 2
+    assert note["origin"] and note["trust"] in ("high", "medium", "low")
+    assert " · from " in text  # each memory says where it came from
 
 
 def test_bad_input_is_one_clear_line(database_url: str, tmp_path: Path, user_id: str) -> None:

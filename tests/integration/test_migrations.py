@@ -31,6 +31,8 @@ EXPECTED_TABLES = {
     "note_window_vectors",
     "note_terms",
     "note_contributions",
+    "erasures",
+    "journal_injections",
 }
 
 

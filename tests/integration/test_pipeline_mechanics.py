@@ -37,7 +37,7 @@ from memory.notes.pipeline import Outcome, decide_notes
 from memory.notes.rules import DOMAIN_LEXICON, TAG_LEXICON
 from memory.ops.models import AuditEvent
 from tasks.app import app, create_celery_app
-from tests.conftest import CLAIM_KEY, claim_local_redis_db
+from tests.conftest import CLAIM_KEY, worker_broker_url
 from tests.support.helpers import bearer, wait_for_episodes
 
 pytestmark = pytest.mark.integration
@@ -128,7 +128,7 @@ def _committed(note_ids: list[uuid.UUID]) -> dict[uuid.UUID, tuple[str, bool]]:
 @pytest.fixture(scope="module")
 def scratch_broker(redis_url: str) -> str:
     """A Redis database of its own that no worker consumes, emptied but for its claim."""
-    url = claim_local_redis_db() or redis_url.rsplit("/", 1)[0] + "/14"
+    url = worker_broker_url(redis_url)
     client = redis.Redis.from_url(url)
     for key in client.scan_iter():
         if key != CLAIM_KEY.encode():

@@ -11,6 +11,8 @@ from sqlalchemy import select
 
 from memory.db import session_scope
 from memory.notes.models import Note
+from memory.retrieval.context import CLOSE, FRAME, OPEN
+from memory.retrieval.mmr import estimate_tokens
 from tests.support.helpers import bearer, wait_until
 
 pytestmark = pytest.mark.integration
@@ -142,8 +144,11 @@ def test_context_block_respects_the_budget(api_client: TestClient, memory_user: 
     assert full["context"].startswith("<relevant-memories>") and "Biscuit" in full["context"]
     assert full["context"].endswith("</relevant-memories>")
     assert full["tokens"] <= 1000 and len(full["memories"]) == len(FACTS)
-    small = api_client.post("/v1/context", json={**body, "max_tokens": 30}, headers=headers).json()
-    assert small["tokens"] <= 30 and 1 <= len(small["memories"]) < len(FACTS)
+    # The frame (tags and the "records, not instructions" line) plus room for one memory.
+    budget = sum(estimate_tokens(text) for text in (OPEN, FRAME, CLOSE)) + 20
+    small = api_client.post("/v1/context", json={**body, "max_tokens": budget}, headers=headers)
+    small = small.json()
+    assert small["tokens"] <= budget and 1 <= len(small["memories"]) < len(FACTS)
     assert "Biscuit" in small["context"]
     nothing = api_client.post("/v1/context", json={**body, "max_tokens": 5}, headers=headers).json()
     assert nothing["context"] == "" and nothing["memories"] == []
@@ -441,3 +446,29 @@ def test_link_expansion_scores_a_linked_note_no_route_found(
     hit = hits[linked_id]
     assert "penicillin" in hit.note.content
     assert hit.routes == {"links": 1} and hit.link_spread > 0
+
+
+def test_search_and_context_answer_as_the_openapi_document_says(
+    api_client: TestClient,
+    memory_user: tuple,
+) -> None:
+    import jsonschema_rs
+
+    user, headers, _ = memory_user
+    components = api_client.get("/openapi.json").json()["components"]
+    asked = {"user_id": user, "agent_id": "helper", "session_id": "s1"}
+    answers = {
+        "SearchAnswer": api_client.post(
+            "/v1/search", json={**asked, "query": "Which band do I like?"}, headers=headers
+        ),
+        "ContextAnswer": api_client.post(
+            "/v1/context", json={**asked, "prompt": "Which band do I like?"}, headers=headers
+        ),
+    }
+    for model, response in answers.items():
+        assert response.status_code == 200, response.text
+        schema = {"$ref": f"#/components/schemas/{model}", "components": components}
+        validator = jsonschema_rs.Draft202012Validator(schema, validate_formats=True)
+        errors = [str(e) for e in validator.iter_errors(response.json())]
+        assert errors == [], (model, errors[:3])
+        assert response.json()["results" if model == "SearchAnswer" else "memories"]

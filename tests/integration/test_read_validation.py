@@ -86,3 +86,38 @@ def test_the_cli_refuses_a_blank_query() -> None:
     result = CliRunner().invoke(cli, ["search", "--user", "alice", "   "])
     assert result.exit_code == 2, result.output
     assert "QUERY" in result.output and "must not be blank" in result.output
+
+
+def test_a_time_no_database_stores_is_refused_by_search_and_browse(caller: tuple) -> None:
+    client, headers, user = caller
+    base = {"user_id": user, "agent_id": "main", "query": "lisbon"}
+    for field, value in (
+        ("until", "9999-12-31T23:59:59-14:00"),
+        ("since", "0001-01-01T00:00:00+14:00"),
+    ):
+        found = client.post("/v1/search", json={**base, field: value}, headers=headers)
+        assert "years 1 and 9999" in _refused(found, field)
+    browsed = client.get(
+        "/v1/memories",
+        params={"user_id": user, "agent_id": "main", "until": "9999-12-31T23:59:59-14:00"},
+        headers=headers,
+    )
+    assert browsed.status_code == 422 and "until" in browsed.json()["detail"], browsed.text
+
+
+def test_an_export_names_any_user_in_its_file_name(api_client: TestClient) -> None:
+    from tests.conftest import make_token
+
+    tenant, user = f"t-{uuid.uuid4().hex[:8]}", "用户-ü"
+    turn = {"user_id": user, "agent_id": "main", "session_id": "s", "role": "user",
+            "content": "我住在里斯本。"}  # fmt: skip
+    captured = api_client.post(
+        "/v1/episodes", json=turn, headers=bearer(make_token("agent", tenant))
+    )
+    assert captured.status_code == 202, captured.text
+    headers = bearer(make_token("viewer", tenant))
+    response = api_client.get("/v1/export", params={"user_id": user}, headers=headers)
+    assert response.status_code == 200, response.text[:300]
+    disposition = response.headers["content-disposition"]
+    assert 'filename="muma-__-_.jsonl"' in disposition
+    assert "filename*=UTF-8''muma-%E7%94%A8%E6%88%B7-%C3%BC.jsonl" in disposition

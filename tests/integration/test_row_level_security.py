@@ -325,9 +325,9 @@ def _policies(url: str) -> tuple[int, int]:
 def test_migration_downgrades_and_upgrades_again(scratch_database: str) -> None:
     upgrade_database("head", url=scratch_database)
     # with note_vectors (0004), note_window_vectors (0008), note_terms (0009) and
-    # note_contributions (0012)
-    assert _policies(scratch_database) == (16, 16)
+    # note_contributions (0012), erasures (0013) and journal_injections (0015)
+    assert _policies(scratch_database) == (18, 18)
     downgrade_database("0001", url=scratch_database)
     assert _policies(scratch_database) == (0, 0)
     upgrade_database("head", url=scratch_database)
-    assert _policies(scratch_database) == (16, 16)
+    assert _policies(scratch_database) == (18, 18)

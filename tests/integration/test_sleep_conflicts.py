@@ -137,6 +137,27 @@ def test_precision_and_recall_on_held_out_pairs(
     assert precision >= 0.8 and recall >= 0.6
 
 
+def test_refinements_are_recorded_but_not_raised(
+    database_url: str, tenant_id: str, user_id: str
+) -> None:
+    """A note that says all another does, and more, is not a conflict to resolve."""
+    settings = load_settings()
+    pairs = [
+        ("Bob has a dog.", "Bob has a dog named Rex, a beagle.", False),
+        ("Bob lives in Paris.", "Bob lives in Berlin.", True),
+    ]
+    seed_pairs(tenant_id, user_id, settings, pairs)
+    report = detect(tenant_id, user_id, settings)
+    assert report.counts()["subsumes"] == 1 and report.counts()["contradictory"] == 1
+    with session_scope() as session:
+        rows = {
+            c.classification: (c.status, c.resolution.get("auto"))
+            for c in session.scalars(select(Conflict).where(Conflict.tenant_id == tenant_id))
+        }
+    assert rows["subsumes"] == ("resolved", "subsumes")
+    assert rows["contradictory"] == ("open", None)
+
+
 def test_the_band_bounds_what_is_compared(database_url: str, tenant_id: str, user_id: str) -> None:
     settings = load_settings(sleep={"conflict_min_similarity": 0.75})
     pairs = [("Bob lives in Paris.", "Bob lives in Berlin.", True)]  # cosine ≈ 0.70

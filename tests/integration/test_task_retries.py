@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from memory.db import session_scope
 from memory.episodes.models import Episode
 from memory.episodes.service import EpisodeInput, capture_episodes
-from memory.notes.models import NoteSource
+from memory.notes.models import Note, NoteSource
 from memory.ops.dead_letters import TaskFailure, mark_for_retry, record_task_failure
 from memory.ops.models import DeadLetter
 from tests.conftest import llm_worker
@@ -112,7 +112,10 @@ def test_a_transient_failure_is_retried_with_backoff_then_dead_lettered_per_epis
     outage.down = False
     retried = next(letter for letter in letters if letter.episode_id == second)
     _retry_through(producer, retried.id, tenant_id)
-    wait_until(lambda: _status(second) == "done", timeout=60)
+    try:
+        wait_until(lambda: _status(second) == "done", timeout=60)
+    except AssertionError as exc:
+        raise AssertionError(_pipeline_state(second)) from exc
     assert _status(first) == "failed"  # its own letter was not retried
 
 
@@ -178,3 +181,18 @@ def test_a_mapping_argument_is_split_by_its_keys_and_a_single_id_kept_as_it_was(
             ((str(open_episode), "tasks.example"), [str(open_episode), "at"]),
         ]
     )
+
+
+def _pipeline_state(episode_id: uuid.UUID) -> str:
+    """The episode, its notes and the database's backlog, for a failure message."""
+    with session_scope() as session:
+        episode = session.get(Episode, episode_id)
+        notes = session.execute(
+            select(Note.status, Note.embedding.is_not(None))
+            .join(NoteSource, NoteSource.note_id == Note.id)
+            .where(NoteSource.episode_id == episode_id)
+        ).all()
+        pending = session.scalar(select(func.count()).where(Note.status == "pending"))
+        queued = session.scalar(select(func.count()).where(Episode.status == "queued"))
+    state = (episode.status, episode.attempts, episode.error) if episode else None
+    return f"episode {state}; notes (status, embedded) {notes}; pending {pending}, queued {queued}"

@@ -151,6 +151,20 @@ TENANT_VIEWS = [
         names_user=False, names_resource=True),
 ]
 
+# Erasure (admin, bound to no user): allowed calls name no one that exists (a user, a
+# tenant or an erasure the table's world does not hold), so they answer 404 or 422 and
+# erase nothing of it.
+ERASURE = [
+    Row("POST", "/v1/users/{user_id}/erase", ADMIN,
+        body(fixed("/v1/users/nobody-to-erase/erase"), lambda t, r: {"reason": "table"}),
+        bound_allowed=False, names_user=False),
+    Row("POST", "/v1/tenant/erase", ADMIN,
+        body(fixed("/v1/tenant/erase"), lambda t, r: {"confirm": "not-this-tenant"}),
+        bound_allowed=False, names_user=False),
+    Row("GET", "/v1/erasures/{erasure_id}", ADMIN,
+        plain(f"/v1/erasures/{uuid.UUID(int=1)}"), bound_allowed=False, names_user=False),
+]
+
 EPISODE = {"session_id": "s-table", "role": "user", "content": "a table fact"}
 USER_DATA = [
     Row("POST", "/v1/episodes", WRITERS,
@@ -194,6 +208,13 @@ USER_DATA = [
         narrowed=lambda answer: "dead_letters_tenant" not in answer["pipeline"]),
     Row("GET", "/v1/export", ALL, query(fixed("/v1/export"))),
     Row("GET", "/v1/conflicts", ALL, query(fixed("/v1/conflicts"))),
+    Row("GET", "/v1/journal", ALL, query(fixed("/v1/journal"))),
+    # The seeded notes are not candidates: an allowed decision answers 409, not a change.
+    Row("GET", "/v1/candidates", ALL, query(fixed("/v1/candidates"))),
+    Row("POST", "/v1/candidates/{note_id}/approve", EDITORS,
+        body(lambda t: f"/v1/candidates/{t.notes[0]}/approve", ids), names_resource=True),
+    Row("POST", "/v1/candidates/{note_id}/reject", EDITORS,
+        body(lambda t: f"/v1/candidates/{t.spare_note_id}/reject", ids), names_resource=True),
     Row("POST", "/v1/conflicts/{conflict_id}/resolve", OPERATORS,
         body(lambda t: f"/v1/conflicts/{t.conflict_id}/resolve",
              lambda t, r: {"user_id": t.user_id, "keep": "both"}),
@@ -203,7 +224,7 @@ USER_DATA = [
 ]
 # fmt: on
 
-TABLE = PUBLIC + TENANT_VIEWS + USER_DATA
+TABLE = PUBLIC + TENANT_VIEWS + ERASURE + USER_DATA
 
 
 @dataclass(frozen=True)

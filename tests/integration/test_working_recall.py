@@ -61,7 +61,7 @@ def test_context_and_search_bring_the_sessions_matching_items(
     explanation = reply["working"][0]["explanation"]
     assert explanation["routes"] == {"working": 1}
     assert {"bill", "databas", "port"} <= set(explanation["matched_terms"])
-    assert f"- [this session] {PORT_ITEM}" in reply["context"].splitlines()
+    assert f"- [this session, tool] {PORT_ITEM}" in reply["context"].splitlines()
     assert "pizza" not in reply["context"]
     assert reply["tokens"] <= 1000
 
@@ -140,6 +140,12 @@ def test_a_promoted_items_memory_is_not_shown_twice(
     )
     assert promoted.status_code == 200, promoted.text
     wait_for_episodes(promoted.json()["episode_ids"])
+    # A tool's result is remembered as a candidate (low trust): approved, it is recalled.
+    who = {"user_id": user_id, "agent_id": "planner"}
+    waiting = api_client.get("/v1/candidates", params=who, headers=bearer(agent)).json()
+    assert [c["origin"] for c in waiting] == ["tool"], waiting
+    approve = f"/v1/candidates/{waiting[0]['id']}/approve"
+    assert api_client.post(approve, json=who, headers=bearer(agent)).status_code == 200
     # Promotion took the item out of L1: the memory alone answers.
     alone = _context(api_client, agent, user_id, session_id, agent_id="planner")
     assert alone["working"] == [] and len(alone["memories"]) == 1

@@ -3,7 +3,7 @@
 Checked: `?wait` bounds (0-30 s) and its 202 when the pipeline has not finished or has
 failed; `POST /v1/memories` answers 202 `{"episode_id"}` and its options reach the note;
 `GET /v1/pipeline` counts the tenant's queued episodes, the ingest queue's depth and its
-dead letters; `DELETE /v1/memories/{id}` is soft and audited; the content limit counts
+dead letters; `DELETE /v1/memories/{id}` erases and is audited; the content limit counts
 UTF-8 bytes; `occurred_at` defaults to the capture time. "Idle" tests publish through the
 API's real Celery app to a Redis database that no worker reads, so episodes stay queued.
 """
@@ -30,21 +30,21 @@ from memory.config import reset_settings_cache
 from memory.db import session_scope
 from memory.episodes.models import Episode
 from memory.episodes.service import EpisodeInput, capture_episodes
-from memory.notes.models import Note, NoteSource
+from memory.notes.models import Note, NoteSource, Tombstone
 from memory.ops.dead_letters import record_dead_letter
 from memory.ops.models import AuditEvent
 from tasks.app import app as celery_app
-from tests.conftest import CLAIM_KEY, _embedded_redis_url, claim_local_redis_db
+from tests.conftest import CLAIM_KEY, worker_broker_url
 from tests.support.helpers import bearer, new_note, wait_for_episodes, wait_until
 
 pytestmark = pytest.mark.integration
-LIMIT = 65536  # api.max_content_bytes, default 64 KiB
+LIMIT = 1024 * 1024  # api.max_content_bytes, default 1 MiB
 
 
 @pytest.fixture(scope="module")
 def idle_broker_url(redis_url: str) -> str:
     """A Redis database of its own that no Celery worker consumes."""
-    return claim_local_redis_db() or _embedded_redis_url()
+    return worker_broker_url(redis_url)
 
 
 @pytest.fixture()
@@ -238,7 +238,7 @@ def test_pipeline_reports_the_tenants_queued_episodes_queue_depth_and_dead_lette
     assert after["episodes"] == {"queued": 2, "processing": 0, "done": 0, "failed": 1}
 
 
-def test_forgetting_a_memory_is_soft_and_audited_with_actor_and_note_id(
+def test_forgetting_a_memory_erases_it_and_is_audited_with_actor_and_note_id(
     api_client: TestClient, tokens: dict[str, str], tenant_id: str, user_id: str
 ) -> None:
     note = new_note(tenant_id, user_id, "My locker code is 4711.")
@@ -253,7 +253,8 @@ def test_forgetting_a_memory_is_soft_and_audited_with_actor_and_note_id(
         f"/v1/memories/{note_id}", params=params, headers=bearer(tokens["operator"])
     )
     assert response.status_code == 200, response.text
-    assert response.json()["status"] == "deleted"
+    assert response.json()["forgotten"] is True and response.json()["versions"] == 1
+    assert "4711" not in response.text
     with session_scope() as session:
         events = session.scalars(
             select(AuditEvent).where(
@@ -263,25 +264,26 @@ def test_forgetting_a_memory_is_soft_and_audited_with_actor_and_note_id(
         assert [(e.actor, e.entity_type, e.entity_id, e.user_id, e.reason) for e in events] == [
             (f"token:{token_id}", "note", str(note_id), user_id, "asked to forget")
         ]
-        stored = session.get(Note, note_id)
-        assert stored is not None and stored.status == "deleted" and stored.valid_to is not None
-    history = api_client.get(
-        f"/v1/memories/{note_id}/history", params=params, headers=bearer(tokens["operator"])
+        assert session.get(Note, note_id) is None
+        stone = session.get(Tombstone, note_id)
+        assert stone is not None and stone.actor == f"token:{token_id}"
+        assert stone.content_hash is None and "asked to forget" in stone.reason
+    again = api_client.delete(
+        f"/v1/memories/{note_id}", params=params, headers=bearer(tokens["operator"])
     )
-    assert history.status_code == 200, history.text
-    assert [(h["id"], h["status"]) for h in history.json()] == [(str(note_id), "deleted")]
+    assert again.status_code == 404
 
 
 @pytest.mark.parametrize("path", ["/v1/episodes", "/v1/memories"])
 @pytest.mark.parametrize(
     ("content", "accepted"),
     [
-        ("é" * 30_000, True),  # 30,000 characters, 60,000 bytes
-        ("é" * 33_000, False),  # 33,000 characters, 66,000 bytes
+        ("é" * 500_000, True),  # 500,000 characters, 1,000,000 bytes
+        ("é" * 530_000, False),  # 530,000 characters, 1,060,000 bytes
         ("x" * LIMIT, True),
         ("x" * (LIMIT + 1), False),
     ],
-    ids=["60KB-accented", "66KB-accented", "64KiB-ascii", "64KiB+1-ascii"],
+    ids=["1MB-accented", "1.06MB-accented", "1MiB-ascii", "1MiB+1-ascii"],
 )
 def test_the_content_limit_counts_utf8_bytes(
     api_client: TestClient,

@@ -157,11 +157,9 @@ def test_explicit_memory_add_noop_update_and_history(
     assert len(old["sources"]) == 2
 
     forgotten = api_client.delete(f"/v1/memories/{new_id}", params=params, headers=agent_headers)
-    assert forgotten.status_code == 200 and forgotten.json()["status"] == "deleted"
-    history = api_client.get(
-        f"/v1/memories/{new_id}/history", params=params, headers=agent_headers
-    ).json()
-    assert len(history) == 2 and history[1]["status"] == "deleted"
+    assert forgotten.status_code == 200 and forgotten.json()["versions"] == 2  # both erased
+    history = api_client.get(f"/v1/memories/{new_id}/history", params=params, headers=agent_headers)
+    assert history.status_code == 404
 
 
 def test_related_notes_are_linked_both_ways(

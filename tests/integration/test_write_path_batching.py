@@ -185,6 +185,8 @@ def _per_note_reference(session: Session, note: Note, limit: int) -> list[Candid
             Note.visibility,
             Note.domain,
             Note.agent_id,
+            Note.trust,
+            Note.review,
         )
         .where(
             Note.tenant_id == note.tenant_id,
@@ -197,7 +199,10 @@ def _per_note_reference(session: Session, note: Note, limit: int) -> list[Candid
         .limit(limit)
     ).all()
     return [
-        Candidate(r.id, r.content, r.speaker, float(r.similarity), Audience.of(r)) for r in rows
+        Candidate(
+            r.id, r.content, r.speaker, float(r.similarity), Audience.of(r), (r.trust, r.review)
+        )
+        for r in rows
     ]
 
 

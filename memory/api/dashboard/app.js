@@ -8,6 +8,8 @@ import { renderMemories } from "./page-memories.js";
 import { renderNote } from "./page-note.js";
 import { renderSearch } from "./page-search.js";
 import { renderPipeline } from "./page-pipeline.js";
+import { renderJournal } from "./page-journal.js";
+import { renderCandidates } from "./page-candidates.js";
 import { renderConflicts } from "./page-conflicts.js";
 import { renderStats } from "./page-stats.js";
 import { renderGraph } from "./page-graph.js";
@@ -19,6 +21,8 @@ const PAGES = [
   { id: "search", label: "Search preview", render: renderSearch },
   { id: "graph", label: "Link graph", render: renderGraph },
   { id: "pipeline", label: "Pipeline", render: renderPipeline },
+  { id: "journal", label: "Journal", render: renderJournal },
+  { id: "candidates", label: "Candidates", render: renderCandidates },
   { id: "conflicts", label: "Conflicts", render: renderConflicts },
   { id: "stats", label: "Stats", render: renderStats },
   { id: "agents", label: "Agents", render: renderAgents },
@@ -51,6 +55,7 @@ function makeContext(parsed) {
     can: {
       write: atLeast("operator"), archive: atLeast("operator"), retry: atLeast("operator"),
       resolve: atLeast("operator"), consolidate: atLeast("operator"), admin: atLeast("admin"),
+      review: atLeast("operator"),
     },
   };
 }

@@ -78,6 +78,24 @@ export function badge(text, tone) {
   return h("span", { class: `badge tone-${tone || BADGE_TONES[text] || "grey"}` }, text);
 }
 
+const TRUST_TONES = { high: "green", medium: "blue", low: "amber" };
+
+// Where a memory came from, as every page shows it: origin (with its page, file, tool or
+// person), trust below high, and the review and instruction flags (README "Where a memory
+// came from"). The reference is text, never a link: it may be an attacker's URL.
+export function provenanceBadges(note) {
+  if (!note.origin) return [];
+  const ref = note.origin_ref ? ` ${note.origin_ref.slice(0, 60)}` : "";
+  return [
+    h("span", { class: "badge tone-violet", title: note.origin_ref || note.origin },
+      `from ${note.origin}${ref}`),
+    note.trust && note.trust !== "high" ? badge(`${note.trust} trust`, TRUST_TONES[note.trust])
+      : null,
+    note.candidate || note.review === "candidate" ? badge("candidate", "amber") : null,
+    note.instruction_like ? badge("looks like an instruction", "red") : null,
+  ];
+}
+
 export function table(columns, rows, { empty = "Nothing to show.", rowAttrs } = {}) {
   if (!rows.length) return h("p", { class: "empty" }, empty);
   const head = h("tr", {}, columns.map((c) => h("th", { class: c.className }, c.label)));

@@ -2,7 +2,7 @@
 
 import { get } from "./api.js";
 import { ago, badge, card, clear, contextLine, errorBox, field, fmtTime, h, loading, notice,
-  num, pageHead, select, table } from "./dom.js";
+  num, pageHead, provenanceBadges, select, table } from "./dom.js";
 
 const KINDS = ["stable", "preference", "episodic", "ephemeral", "decision", "knowledge"];
 const VISIBILITIES = ["open", "scoped", "private", "user-only"];
@@ -83,6 +83,7 @@ const COLUMNS = (ctx) => [
   { label: "Domain", render: (n) => n.domain },
   { label: "Visibility", render: (n) => badge(n.visibility) },
   { label: "Author", render: (n) => n.agent_id },
+  { label: "From", render: (n) => h("div", { class: "badges" }, provenanceBadges(n)) },
   { label: "Status", render: (n) => badge(n.status) },
   { label: "B", className: "num", render: (n) => num(n.base_level, 2) },
   { label: "R", className: "num", render: (n) => num(n.retention, 2) },

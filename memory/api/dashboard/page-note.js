@@ -3,8 +3,8 @@
 
 import { ApiError, get, post } from "./api.js";
 import { lineChart } from "./charts.js";
-import { ago, append, badge, card, clear, contextLine, fmtTime, h, num, shortId, table,
-  toast } from "./dom.js";
+import { ago, append, badge, card, clear, contextLine, fmtTime, h, num, provenanceBadges,
+  shortId, table, toast } from "./dom.js";
 
 function noteQuery(ctx) {
   const agent = ctx.params.get("agent_id");
@@ -133,7 +133,7 @@ export async function renderNote(ctx, root) {
         h("div", { class: "badges" }, h("span", { id: "note-status" }, badge(note.valid_to
           && note.status !== "deleted" ? "closed" : note.status)), badge(note.kind, "grey"),
         badge(note.domain, "blue"), badge(note.visibility),
-        note.pinned ? badge("pinned", "blue") : null)),
+        note.pinned ? badge("pinned", "blue") : null, ...provenanceBadges(note))),
       h("div", { class: "head-actions" }, actions(ctx, note, rerender),
         h("a", { class: "button ghost", href: `#/graph/${note.id}` }, "Link graph"))),
     h("div", { class: "two-col" },

@@ -4,8 +4,8 @@
 
 import { post } from "./api.js";
 import { agentOptions, needUser } from "./page-memories.js";
-import { badge, card, clear, errorBox, field, h, loading, notice, num, pageHead, select,
-  unavailable } from "./dom.js";
+import { badge, card, clear, errorBox, field, h, loading, notice, num, pageHead,
+  provenanceBadges, select, unavailable } from "./dom.js";
 
 const PREVIEW_TIMEOUT_MS = 5000;
 
@@ -39,7 +39,7 @@ function resultCard(result, index) {
       h("a", { href: `#/note/${result.id}`, class: "note-link result-content" }, result.content),
       h("span", { class: "score", title: "final score" }, num(result.score, 3))),
     h("div", { class: "badges" }, badge(result.kind, "grey"), badge(result.domain, "blue"),
-      badge(result.visibility), h("span", { class: "muted small" },
+      badge(result.visibility), ...provenanceBadges(result), h("span", { class: "muted small" },
         `by ${result.agent_id} · ${new Date(result.occurred_at).toLocaleDateString()}`)),
     explanation(result));
 }

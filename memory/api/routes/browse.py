@@ -9,7 +9,6 @@ whatever the dashboard shows) and are audited.
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query
@@ -17,7 +16,7 @@ from fastapi import APIRouter, Depends, Query
 from memory.access.tokens import Principal
 from memory.api.deps import PrincipalDep, require_roles
 from memory.api.identity import resolve_viewer
-from memory.api.schemas import Identifier, Kind, Visibility
+from memory.api.schemas import Identifier, Kind, StorableTime, Visibility
 from memory.commons.events import publish_events
 from memory.config import get_settings
 from memory.db import scoped_session_for, session_scope
@@ -43,8 +42,8 @@ def browse_memories(
     domain: Annotated[str | None, Query(min_length=1, max_length=64)] = None,
     visibility: Annotated[Visibility | None, Query()] = None,
     status: Annotated[StatusFilter, Query()] = "active",
-    since: Annotated[datetime | None, Query()] = None,
-    until: Annotated[datetime | None, Query()] = None,
+    since: Annotated[StorableTime | None, Query()] = None,
+    until: Annotated[StorableTime | None, Query()] = None,
     q: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     offset: Annotated[int, Query(ge=0, le=100_000)] = 0,

@@ -13,13 +13,16 @@ from fastapi.responses import JSONResponse
 from pydantic import Field
 
 from memory.access.tokens import Principal
+from memory.api.answers import ContextAnswer
 from memory.api.deps import PrincipalDep
 from memory.api.middleware import arrived_at
+from memory.api.routes.journal import record_injection_later
 from memory.api.routes.search import record_use, search_memories
 from memory.api.schemas import Identifier, NotBlank, Strict
 from memory.config import get_settings
 from memory.retrieval.budget import Deadline
 from memory.retrieval.context import CONTEXT_POOL_SIZE, ContextBlock, build_context
+from memory.retrieval.injection import injectable
 from memory.retrieval.service import SearchHit, SearchOptions
 from memory.working.recall import WorkingHit
 
@@ -38,7 +41,7 @@ class ContextIn(Strict):
     dry_run: bool = False
 
 
-@router.post("/v1/context", response_class=JSONResponse)
+@router.post("/v1/context", response_class=JSONResponse, responses={200: {"model": ContextAnswer}})
 def context(
     body: ContextIn, principal: PrincipalDep, background: BackgroundTasks, request: Request
 ) -> JSONResponse:
@@ -65,12 +68,15 @@ def context(
         if "statement timeout" in str(exc) or "canceling statement" in str(exc):
             return _context_reply(ContextBlock(), [], started, timed_out=True)
         raise
-    share = get_settings().working.context_share
-    block = build_context(hits, body.max_tokens, working, share)
-    kept_ids = {h.note.id for h in block.notes}
-    memories = [r for h, r in zip(hits, results, strict=True) if h.note.id in kept_ids]
+    settings = get_settings()
+    hits = injectable(hits, body.prompt, settings.trust, settings.candidates)
+    block = build_context(hits, body.max_tokens, working, settings.working.context_share)
+    by_id = {r["id"]: r for r in results}
+    memories = [by_id[str(h.note.id)] for h in block.notes]
     if not body.dry_run:
         record_use(background, [h.note.id for h in block.notes])
+        identity = (body.user_id, body.agent_id, body.session_id)
+        record_injection_later(background, principal, identity, block.notes)
     # A read cut short by its budget is partial: what was ready, flagged as timed out.
     return _context_reply(block, memories, started, timed_out=deadline.partial)
 

@@ -43,6 +43,8 @@ FEATURES = {
     "pipeline": ("GET", "/v1/pipeline"),
     "dead_letters": ("GET", "/v1/dead-letters"),
     "conflicts": ("GET", "/v1/conflicts"),
+    "journal": ("GET", "/v1/journal"),
+    "candidates": ("GET", "/v1/candidates"),
     "resolve_conflicts": ("POST", "/v1/conflicts/{conflict_id}/resolve"),
     "consolidate": ("POST", "/v1/consolidate"),
     "stats": ("GET", "/v1/stats"),

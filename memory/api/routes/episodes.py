@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, BackgroundTasks, Request
@@ -12,11 +13,20 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from memory.api.deps import PrincipalDep
+from memory.api.errors import validation_problem
 from memory.api.identity import require_writer
-from memory.api.schemas import EpisodeBatch, EpisodeIds, EpisodeIn
+from memory.api.schemas import (
+    MAX_BATCH,
+    EpisodeBatch,
+    EpisodeIds,
+    EpisodeIn,
+    HugeInteger,
+    RejectedEpisode,
+)
 from memory.db import session_scope
 from memory.episodes.service import EpisodeInput, capture_episodes
 from memory.errors import InvalidInputError
+from memory.trust.origin import declared_origin
 from tasks.pipeline import enqueue_episodes
 
 router = APIRouter(tags=["capture"])
@@ -29,23 +39,76 @@ _BODY_SCHEMA = {
 }
 
 
+def _integer(digits: str) -> int | HugeInteger:
+    # Python refuses to convert 4,300+ digits (a ValueError, once a 500): keep such a
+    # number as its digits, so validation names the field that holds it.
+    return int(digits) if len(digits) <= HugeInteger.DIGITS else HugeInteger(digits)
+
+
+def add_body_schemas(openapi: dict[str, Any]) -> None:
+    """Put the models `_BODY_SCHEMA` names into the document's components: the body is
+    read by hand (one bad item is rejected alone), so FastAPI does not list them."""
+    components = openapi.setdefault("components", {}).setdefault("schemas", {})
+    for model in (EpisodeBatch, EpisodeIn):
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        components.update(schema.pop("$defs", {}))
+        components[model.__name__] = schema
+
+
 async def read_json(request: Request) -> Any:
     raw = await request.body()
     try:
-        return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return json.loads(raw, parse_int=_integer)
+    except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"body: malformed JSON ({exc})") from exc
     except RecursionError as exc:
         raise InvalidInputError("body: JSON nested too deeply") from exc
 
 
-def parse_episodes(body: Any) -> list[EpisodeIn]:
+@dataclass(frozen=True)
+class ParsedEpisodes:
+    """The valid items of a capture, their positions in the request, and the rejected."""
+
+    episodes: list[EpisodeIn]
+    positions: list[int]
+    rejected: list[RejectedEpisode]
+    count: int
+
+
+def parse_episodes(body: Any) -> ParsedEpisodes:
+    """One episode, or a batch validated item by item: a bad item is rejected on its own
+    (one oversized turn does not sink its batch); a batch with no valid item, a bad
+    envelope or a bad single episode is a 422."""
     try:
-        if isinstance(body, dict) and "episodes" in body:
-            return EpisodeBatch.model_validate(body).episodes
-        return [EpisodeIn.model_validate(body)]
+        if not (isinstance(body, dict) and "episodes" in body):
+            return ParsedEpisodes([EpisodeIn.model_validate(body)], [0], [], 1)
+        items = body["episodes"]
+        envelope_ok = set(body) == {"episodes"} and isinstance(items, list)
+        if not envelope_ok or not 1 <= len(items) <= MAX_BATCH:
+            EpisodeBatch.model_validate(body)  # raises the envelope's own error
     except ValidationError as exc:
         raise RequestValidationError(exc.errors()) from exc
+    return _parse_items(items)
+
+
+def _parse_items(items: list[Any]) -> ParsedEpisodes:
+    episodes: list[EpisodeIn] = []
+    positions: list[int] = []
+    rejected: list[RejectedEpisode] = []
+    errors: list[Any] = []
+    for index, item in enumerate(items):
+        try:
+            episodes.append(EpisodeIn.model_validate(item))
+            positions.append(index)
+        except ValidationError as exc:
+            located = [{**e, "loc": ("body", "episodes", index, *e["loc"])} for e in exc.errors()]
+            errors += located
+            problems = [validation_problem(e) for e in located]
+            detail = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
+            rejected.append(RejectedEpisode(index=index, detail=detail, fields=problems))
+    if not episodes:
+        raise RequestValidationError(errors)
+    return ParsedEpisodes(episodes, positions, rejected, len(items))
 
 
 @router.post(
@@ -60,7 +123,8 @@ async def post_episodes(
     request: Request, principal: PrincipalDep, background: BackgroundTasks
 ) -> EpisodeIds:
     """Capture one episode or a batch of up to 500; the same idempotency_key gives the same id."""
-    episodes = parse_episodes(await read_json(request))
+    parsed = parse_episodes(await read_json(request))
+    episodes = parsed.episodes
     for episode in episodes:
         require_writer(principal, episode.user_id)
     inputs = [
@@ -74,6 +138,7 @@ async def post_episodes(
             occurred_at=e.occurred_at,
             metadata=e.metadata,
             idempotency_key=e.idempotency_key,
+            origin=declared_origin(e.origin),
         )
         for e in episodes
     ]
@@ -84,7 +149,10 @@ async def post_episodes(
     created = [episode_id for episode_id, new in results if new]
     if created:
         background.add_task(enqueue_episodes, created)
-    return EpisodeIds(episode_ids=[episode_id for episode_id, _ in results])
+    ids: list[uuid.UUID | None] = [None] * parsed.count
+    for position, (episode_id, _) in zip(parsed.positions, results, strict=True):
+        ids[position] = episode_id
+    return EpisodeIds(episode_ids=ids, rejected=parsed.rejected)
 
 
 def _capture(tenant_id: str, inputs: list[EpisodeInput]) -> list[tuple[uuid.UUID, bool]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Annotated, Literal
+from urllib.parse import quote
 
 from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
@@ -57,9 +58,16 @@ def export(
     Viewer, operator and admin tokens export at user level (or as a named agent); an
     agent token exports only the memories that agent may see."""
     viewer = _viewer(principal, user_id, agent_id)
-    filename = f"muma-{viewer.user_id}.{SUFFIXES[format]}".replace('"', "")
+    filename = f"muma-{viewer.user_id}.{SUFFIXES[format]}"
     return StreamingResponse(
         _stream(viewer, format),
         media_type=MEDIA_TYPES[format],
-        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+        headers={"Content-Disposition": attachment(filename)},
     )
+
+
+def attachment(filename: str) -> str:
+    """A Content-Disposition any user id fits in: headers are Latin-1, so the name is
+    given as ASCII (others replaced by "_") and, exactly, as RFC 6266's UTF-8 filename*."""
+    plain = "".join(ch if " " <= ch < "\x7f" and ch not in '"\\' else "_" for ch in filename)
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(filename, safe='')}"

@@ -1,4 +1,4 @@
-"""Explicit memories and single-note reads: write, get, history, forget."""
+"""Explicit memories and single-note reads: write, get, history, forget (erase)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,24 @@ from fastapi.responses import JSONResponse
 
 from memory.api.deps import PrincipalDep
 from memory.api.identity import require_writer, resolve_viewer
-from memory.api.schemas import Identifier, MemoryAccepted, MemoryIn, MemoryWritten, NoteOut
+from memory.api.schemas import (
+    ForgetOut,
+    Identifier,
+    MemoryAccepted,
+    MemoryIn,
+    MemoryWritten,
+    NoteOut,
+)
 from memory.api.serialize import note_out
+from memory.clients.redis import get_redis
+from memory.config import get_settings
 from memory.db import session_scope
 from memory.episodes.service import EpisodeInput, capture_episodes
-from memory.notes.service import episode_outcome, forget_note, get_visible_note, note_history
+from memory.erasure.forget import forget_located, locate_memory
+from memory.erasure.outside import purge_outside
+from memory.errors import AccessDeniedError
+from memory.notes.service import episode_outcome, get_visible_note, note_history
+from memory.trust.origin import declared_origin
 from tasks.pipeline import enqueue_episodes
 
 router = APIRouter(tags=["memories"])
@@ -48,6 +61,7 @@ def write_memory(
         metadata=body.metadata,
         options=options,
         source="explicit",
+        origin=declared_origin(body.origin),
     )
     with session_scope() as session:
         [(episode_id, _)] = capture_episodes(
@@ -108,24 +122,26 @@ def get_memory_history(
         ]
 
 
-@router.delete("/v1/memories/{note_id}", response_model=NoteOut)
+@router.delete("/v1/memories/{note_id}", response_model=ForgetOut)
 def delete_memory(
     note_id: uuid.UUID,
     principal: PrincipalDep,
     user_id: Annotated[Identifier | None, Query()] = None,
     agent_id: Annotated[Identifier | None, Query()] = None,
     reason: Annotated[str | None, Query(max_length=500)] = None,
-) -> NoteOut:
-    """Forget a memory: soft and audited; its history stays queryable."""
+) -> ForgetOut:
+    """Forget a memory: its content leaves every place it reached (its versions, the
+    turns it came from, other notes' windows and words, knowledge built from it, working
+    memory, synced files); a tombstone of ids, actor and reason stays. To hide a memory
+    and keep it restorable, archive it instead."""
     with session_scope() as session:
         viewer = resolve_viewer(
             session=session, principal=principal, user_id=user_id, agent_id=agent_id
         )
         if principal.role == "viewer":
-            from memory.errors import AccessDeniedError
-
             raise AccessDeniedError("role 'viewer' may not forget memories", role="viewer")
-        note = forget_note(
-            session=session, viewer=viewer, note_id=note_id, actor=principal.actor, reason=reason
-        )
-        return note_out(session, viewer, note)
+        ref = locate_memory(session=session, viewer=viewer, note_id=note_id)
+    with session_scope() as session:
+        report = forget_located(session=session, ref=ref, actor=principal.actor, reason=reason)
+    outside = purge_outside(report, client=get_redis(), settings=get_settings())
+    return ForgetOut(id=note_id, **report.summary(), **outside)

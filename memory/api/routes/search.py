@@ -20,9 +20,11 @@ from sqlalchemy.orm import Session
 
 from memory.access.policy import Viewer
 from memory.access.tokens import Principal
+from memory.api.access_log import access_log
+from memory.api.answers import SearchAnswer
 from memory.api.deps import PrincipalDep
 from memory.api.identity import resolve_viewer
-from memory.api.schemas import Identifier, Kind, NotBlank, Strict, aware
+from memory.api.schemas import Identifier, Kind, NotBlank, StorableTime, Strict
 from memory.clients.embedder import embed_query
 from memory.clients.redis import get_redis
 from memory.clients.sparse_encoder import encode_sparse_query
@@ -36,6 +38,7 @@ from memory.retrieval.recent_users import RecentUsers
 from memory.retrieval.routes import SearchFilters
 from memory.retrieval.service import SearchHit, SearchOptions, json_number, search_notes
 from memory.retrieval.warm import UserWarmer
+from memory.trust.origin import provenance
 from memory.types import utcnow
 from memory.working.recall import WorkingHit, recall_working_items
 
@@ -64,16 +67,12 @@ class SearchIn(Strict):
     domains: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
         default_factory=list, max_length=32
     )
-    since: datetime | None = None
-    until: datetime | None = None
+    # A time without a zone is UTC, as for captured episodes.
+    since: StorableTime | None = None
+    until: StorableTime | None = None
     include_archived: bool = False
     # A preview (the dashboard) reads without counting as a use: no access is recorded.
     dry_run: bool = False
-
-    @field_validator("since", "until")
-    @classmethod
-    def _timezone_aware(cls, value: datetime | None) -> datetime | None:
-        return aware(value)  # a time without a zone is UTC, as for captured episodes
 
     @field_validator("until")
     @classmethod
@@ -96,6 +95,7 @@ def _result(hit: SearchHit, sources: list[dict[str, Any]]) -> dict[str, Any]:
         "visibility": note.visibility,
         "speaker": note.speaker,
         "agent_id": note.agent_id,
+        **provenance(note),
         "occurred_at": note.occurred_at.isoformat(),
         # A note with no recorded access has base level -inf (it fails every threshold; a
         # filtered search may still list it below): its score is sent as null.
@@ -246,23 +246,17 @@ def _rls_checked(
 
 
 def record_use(background: BackgroundTasks, note_ids: list[uuid.UUID]) -> None:
+    """Gather the read's accesses for this process's next batch (memory.api.access_log),
+    after the answer is sent."""
     if note_ids and get_settings().retrieval.record_access:
-        background.add_task(_enqueue_accesses, [str(i) for i in note_ids], utcnow().isoformat())
-
-
-def _enqueue_accesses(note_ids: list[str], at: str) -> None:
-    from tasks.maintenance import record_accesses
-
-    # Access history is best effort: the answer has already been sent.
-    with contextlib.suppress(Exception):
-        record_accesses.apply_async((note_ids, at), retry=False)
+        background.add_task(access_log().add, list(note_ids), utcnow())
 
 
 # The read path's answers are JSON-ready (strings, numbers, lists, dicts), so they are
 # encoded as they are: FastAPI's validation and jsonable_encoder of a returned dict cost
 # 0.65 ms per search and 1.4 ms per context of 40 memories (benchmarks/README.md, s15).
 # FastAPI attaches the request's background tasks (access recording) to the response.
-@router.post("/v1/search", response_class=JSONResponse)
+@router.post("/v1/search", response_class=JSONResponse, responses={200: {"model": SearchAnswer}})
 def search(body: SearchIn, principal: PrincipalDep, background: BackgroundTasks) -> JSONResponse:
     """The top_k memories the caller may see, each with its explanation, and with a
     session_id that session's matching working items."""

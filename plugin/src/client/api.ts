@@ -14,7 +14,21 @@ export interface EpisodeIn {
   idempotency_key?: string;
 }
 
-export interface MemoryHit {
+/** Where a memory came from (search hits and notes carry it). */
+export interface Provenance {
+  /** user, assistant, agent, tool, web, file, participant, system, import, sync. */
+  origin?: string;
+  /** The URL, file path, tool or participant name, when known. */
+  origin_ref?: string | null;
+  /** high, medium or low. */
+  trust?: string;
+  /** The text reads like an instruction to an agent. */
+  instruction_like?: boolean;
+  /** It waits for review and is not injected until approved. */
+  candidate?: boolean;
+}
+
+export interface MemoryHit extends Provenance {
   id: string;
   content: string;
   kind?: string;
@@ -24,6 +38,21 @@ export interface MemoryHit {
   score?: number;
   sources?: unknown[];
   explanation?: unknown;
+  [key: string]: unknown;
+}
+
+/** A note as GET /v1/memories/{id} and the candidate endpoints return it (NoteOut). */
+export interface MemoryNote extends MemoryHit {
+  lineage_id?: string;
+  version?: number;
+  created_at?: string;
+}
+
+/** What forgetting (or rejecting) a memory removed: counts only (ForgetOut). */
+export interface ForgetOut {
+  id: string;
+  forgotten?: boolean;
+  versions?: number;
   [key: string]: unknown;
 }
 

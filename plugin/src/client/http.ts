@@ -7,7 +7,7 @@
  *   | not_configured | aborted), never anything else.
  * - No connection is opened until the first request.
  */
-import type { MumaConfig } from "../config.js";
+import { type MumaConfig, tokenProblem } from "../config.js";
 
 export type MumaErrorKind = "unreachable" | "timeout" | "http" | "invalid_response" | "not_configured" | "aborted";
 
@@ -153,9 +153,8 @@ export class MumaHttp {
   private requestInit(method: string, opts: RequestOptions): RequestInit {
     const headers: Record<string, string> = { accept: "application/json" };
     if (!opts.noAuth) {
-      if (!this.config.token) {
-        throw new MumaError("not_configured", "MUMA token is not configured (plugins.entries.muma.config.token)");
-      }
+      const problem = tokenProblem(this.config.token);
+      if (problem) throw new MumaError("not_configured", problem);
       headers.authorization = `Bearer ${this.config.token}`;
       if (this.config.tenantId) headers["x-muma-tenant"] = this.config.tenantId;
     }

@@ -11,6 +11,24 @@ import { sha, str } from "./text.js";
 
 export type HookEvent = Record<string, unknown>;
 
+/** Sessions already warned about: one warning per conversation, not one per hook. */
+const WARNED = new Map<string, true>();
+
+/** Say once per session that it has no memory and why (silence looked like a working set-up). */
+function warnUnidentified(logger: PluginLogger, hook: string, session: string): void {
+  if (WARNED.has(session)) {
+    logger.debug?.(`[muma] ${hook}: user not identified (session ${session}); skipped`);
+    return;
+  }
+  WARNED.set(session, true);
+  trimMap(WARNED);
+  logger.warn(
+    `[muma] no memory for session ${session}: the user is not identified (no channel sender, ` +
+      "no user:<id> session key, no defaultUserId in the plugin config); " +
+      "set defaultUserId for a single-user install",
+  );
+}
+
 /** One hook's handler and the options it is registered with. */
 export interface HookEntry {
   handler: HookHandler;
@@ -60,7 +78,7 @@ export class HookKit {
     const input = hookIdentityInput(ctx as Record<string, unknown> | undefined, event);
     if (!input.sessionId && input.sessionKey) input.sessionId = this.rt.sessionIdByKey.get(input.sessionKey);
     const id = this.rt.identity.resolve(input);
-    if (!id) this.logger.debug?.(`[muma] ${hook}: user not identified (session ${input.sessionKey ?? input.sessionId ?? "?"}); skipped`);
+    if (!id) warnUnidentified(this.logger, hook, input.sessionKey ?? input.sessionId ?? "?");
     return id;
   }
 

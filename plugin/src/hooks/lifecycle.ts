@@ -4,6 +4,7 @@
  * final flush of the capture queue at gateway_stop.
  */
 import { MumaError, describeError, safely, withDeadline } from "../client.js";
+import { tokenProblem } from "../config.js";
 import { CAPTURE_REQUEST_TIMEOUT_MS, LIFECYCLE_TIMEOUT_MS } from "../runtime.js";
 import type { HookContext } from "../types.js";
 import { type HookEntry, type HookEvent, type HookKit, requireSession } from "./kit.js";
@@ -29,9 +30,8 @@ export function lifecycleHooks(kit: HookKit): Record<LifecycleHookName, HookEntr
 /** gateway_start: check the service, log clearly. */
 async function checkService(kit: HookKit): Promise<void> {
   const { config, logger } = kit;
-  if (!config.token) {
-    logger.warn(`[muma] no token configured (plugins.entries.muma.config.token): memory calls to ${config.serviceUrl} will fail until one is set`);
-  }
+  const problem = tokenProblem(config.token);
+  if (problem) logger.warn(`[muma] ${problem}: memory calls to ${config.serviceUrl} will fail until one is set`);
   try {
     const health = await kit.client.health(LIFECYCLE_TIMEOUT_MS);
     logger.info(`[muma] MUMA service reachable at ${config.serviceUrl} (status ${String(health?.status ?? "ok")})`);

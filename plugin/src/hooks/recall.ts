@@ -43,7 +43,15 @@ async function autoRecall(kit: HookKit, event: HookEvent, ctx: HookContext): Pro
     serverTimeoutMs: Math.max(10, Math.floor(kit.budget * 0.8)),
   });
   const block = typeof res?.context === "string" ? res.context.trim() : "";
-  if (res?.timed_out) kit.logger.info(`[muma] auto-recall: service hit its ${kit.budget} ms budget; nothing injected`);
+  if (res?.timed_out) {
+    // A read cut short still answers what it found in time: say which of the two it was.
+    const took = `${Date.now() - started} ms`;
+    kit.logger.info(
+      block
+        ? `[muma] auto-recall: the service's ${kit.budget} ms budget cut its search short (${took}); injected what it found in time`
+        : `[muma] auto-recall: the service's ${kit.budget} ms budget ran out (${took}); nothing injected`,
+    );
+  }
   if (!block) return undefined;
   kit.rt.rememberInjection([...keys, id.sessionId ? `sid:${id.sessionId}` : undefined], block);
   kit.logger.debug?.(`[muma] auto-recall: injected ${block.length} chars in ${Date.now() - started} ms for ${id.userId}`);
@@ -75,6 +83,7 @@ function toolResultItem(toolName: string, event: HookEvent, ctx: HookContext): W
   if (content.length > MAX_WORKING_ITEM_CHARS) content = `${content.slice(0, MAX_WORKING_ITEM_CHARS - 1)}…`;
   const toolCallId = str(event.toolCallId) ?? str(ctx?.toolCallId);
   const runId = runIdOf(event, ctx);
+  const source = sourceOf(event.params);
   return {
     content,
     role: "tool",
@@ -83,10 +92,24 @@ function toolResultItem(toolName: string, event: HookEvent, ctx: HookContext): W
     metadata: {
       source: "openclaw",
       tool: toolName,
+      ...source,
       ...(toolCallId ? { tool_call_id: toolCallId } : {}),
       ...(runId ? { run_id: runId } : {}),
       ...(typeof event.durationMs === "number" ? { duration_ms: event.durationMs } : {}),
       ...(error ? { error: true } : {}),
     },
   };
+}
+
+/**
+ * The page or file a tool read, from its parameters: the service records it as the memory's
+ * origin (`web` with its URL, `file` with its path), so a recalled line names its source.
+ */
+function sourceOf(params: unknown): { url?: string; file_path?: string } {
+  if (!params || typeof params !== "object") return {};
+  const record = params as Record<string, unknown>;
+  const url = str(record.url) ?? str(record.href);
+  if (url && /^https?:\/\//i.test(url)) return { url: url.slice(0, 512) };
+  const path = str(record.file_path) ?? str(record.filePath) ?? str(record.path);
+  return path ? { file_path: path.slice(0, 512) } : {};
 }

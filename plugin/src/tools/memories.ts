@@ -38,7 +38,9 @@ export const memoryWrite: ToolSpec = {
     if (pinned !== undefined) body.pinned = pinned;
     if (ttl) body.ttl = ttl;
     const res = await rt.client.writeMemory(id, body, callOpts(rt, signal));
-    const ids = res.note_ids?.length ? ` as ${res.note_ids.join(", ")}` : "";
+    // The service answers with the id the memory is stored under (pin or forget it by it).
+    const noteIds = res.note_ids?.length ? res.note_ids : res.note_id ? [res.note_id] : [];
+    const ids = noteIds.length ? ` as ${noteIds.join(", ")}` : "";
     return text(`Stored${ids}. It will be available to recall shortly (episode ${res.episode_id ?? "queued"}).`, res);
   },
 };

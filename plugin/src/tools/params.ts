@@ -46,6 +46,12 @@ export function optEnum<T extends string>(p: Params, key: string, allowed: reado
   return value as T;
 }
 
+export function reqEnum<T extends string>(p: Params, key: string, allowed: readonly T[]): T {
+  const value = optEnum(p, key, allowed);
+  if (value === undefined) throw new ParamError(`parameter "${key}" is required (one of: ${allowed.join(", ")})`);
+  return value;
+}
+
 export function optBool(p: Params, key: string): boolean | undefined {
   const value = p[key];
   if (value === undefined || value === null) return undefined;

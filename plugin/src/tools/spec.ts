@@ -2,7 +2,7 @@
  * What the tool groups share: the tool names, the value sets of their parameters, the
  * spec shape each tool is written as, and the helpers that format a tool's answer.
  */
-import type { MemoryHit, WorkingHit } from "../client.js";
+import type { MemoryHit, Provenance, WorkingHit } from "../client.js";
 import type { ResolvedIdentity } from "../identity.js";
 import type { Runtime } from "../runtime.js";
 import type { ToolResult } from "../types.js";
@@ -19,6 +19,7 @@ export const TOOL_NAMES = [
   "memory_link",
   "memory_search_agents",
   "memory_consolidate",
+  "memory_review",
 ] as const;
 
 export type ToolName = (typeof TOOL_NAMES)[number];
@@ -67,14 +68,31 @@ export function formatWorking(items: WorkingHit[]): string {
   return items.map((item) => `- ${snippet(item.content)}`).join("\n");
 }
 
+/** Who said it: `web https://…` (the origin, with its URL, path or name when known). */
+export function originOf(p: Provenance): string | undefined {
+  if (typeof p.origin !== "string" || !p.origin) return undefined;
+  const ref = typeof p.origin_ref === "string" && p.origin_ref.trim() ? ` ${snippet(p.origin_ref, 120)}` : "";
+  return `${p.origin}${ref}`;
+}
+
+/** `from web https://…, trust low` (trust only when it is not high). */
+function provenanceOf(p: Provenance): string | undefined {
+  const origin = originOf(p);
+  const trust = typeof p.trust === "string" && p.trust && p.trust !== "high" ? `trust ${p.trust}` : undefined;
+  return [origin ? `from ${origin}` : undefined, trust].filter(Boolean).join(", ") || undefined;
+}
+
+/** One line per hit in the service's order. No score is shown: the service orders its top
+ * results for variety too (MMR), so a shown score would seem out of order; it stays in
+ * the tool's details. */
 export function formatHits(hits: MemoryHit[]): string {
   return hits
     .map((hit, i) => {
-      const meta = [hit.kind, hit.domain ?? undefined, typeof hit.score === "number" ? `score ${hit.score.toFixed(2)}` : undefined]
-        .filter(Boolean)
-        .join(", ");
-      const when = typeof hit.occurred_at === "string" && hit.occurred_at ? ` @${hit.occurred_at.slice(0, 10)}` : "";
-      return `${i + 1}. [${hit.id}] ${snippet(hit.content)}${meta ? ` (${meta}${when})` : when ? ` (${when.slice(1)})` : ""}`;
+      const meta = [hit.kind, hit.domain ?? undefined].filter(Boolean).join(", ");
+      const when = typeof hit.occurred_at === "string" && hit.occurred_at ? `@${hit.occurred_at.slice(0, 10)}` : "";
+      const what = [meta, when].filter(Boolean).join(" ");
+      const info = [what, provenanceOf(hit)].filter(Boolean).join("; ");
+      return `${i + 1}. [${hit.id}] ${snippet(hit.content)}${info ? ` (${info})` : ""}`;
     })
     .join("\n");
 }

@@ -37,13 +37,14 @@ const VERBOSE = process.env.MUMA_E2E_VERBOSE === "1";
 const RUN = randomBytes(4).toString("hex");
 const U1 = `e2e-u1-${RUN}`;
 const U2 = `e2e-u2-${RUN}`;
-const TEN_TOOLS = [
+const ALL_TOOLS = [
   "memory_consolidate",
   "memory_forget",
   "memory_get_context",
   "memory_link",
   "memory_pin",
   "memory_query",
+  "memory_review",
   "memory_search_agents",
   "memory_set_visibility",
   "memory_stats",
@@ -258,7 +259,7 @@ after(async () => {
   log(`timings: ${JSON.stringify(timings)}`);
 });
 
-test(`[${REAL ? "real" : "fake"}] plugins inspect muma --runtime --json: 10 tools, all hooks, no diagnostics`, async () => {
+test(`[${REAL ? "real" : "fake"}] plugins inspect muma --runtime --json: 11 tools, all hooks, no diagnostics`, async () => {
   const res = await openclaw(["plugins", "inspect", "muma", "--runtime", "--json"]);
   timings.inspect_ms = res.ms;
   assert.equal(res.code, 0, res.stderr);
@@ -267,8 +268,8 @@ test(`[${REAL ? "real" : "fake"}] plugins inspect muma --runtime --json: 10 tool
   assert.equal(report.plugin.status, "loaded");
   assert.equal(report.plugin.kind, "memory");
   assert.equal(report.plugin.memorySlotSelected, true);
-  assert.deepEqual([...report.plugin.toolNames].sort(), TEN_TOOLS);
-  assert.deepEqual(report.tools.flatMap((t) => t.names).sort(), TEN_TOOLS);
+  assert.deepEqual([...report.plugin.toolNames].sort(), ALL_TOOLS);
+  assert.deepEqual(report.tools.flatMap((t) => t.names).sort(), ALL_TOOLS);
   assert.deepEqual(report.typedHooks.map((h) => h.name).sort(), HOOKS);
   assert.equal(report.plugin.hookCount, HOOKS.length);
   assert.deepEqual(report.plugin.cliCommands, ["memory"]);
@@ -380,7 +381,7 @@ test(`[real] another tool's result comes back in the session's next prompt and i
     if (attempt) await sleep(1000);
     const t = await turn(session, "Which port does the billing database listen on?");
     const block = lastUserText(t.requests[0].body.messages).match(/<relevant-memories>[\s\S]*?<\/relevant-memories>/)?.[0] ?? "";
-    line = block.split("\n").find((l) => l.startsWith("- [this session] read("));
+    line = block.split("\n").find((l) => l.startsWith("- [this session, tool read] read("));
   }
   assert.ok(line, "the read result was injected as a [this session] line");
   assert.match(line, /port 6543/);
@@ -442,4 +443,9 @@ test(`[${REAL ? "real" : "fake"}] openclaw memory stats calls the service`, asyn
   const json = JSON.parse(res.stdout.slice(res.stdout.indexOf("{")));
   assert.equal(typeof json, "object");
   if (!REAL) assert.ok(json.notes >= 1, res.stdout);
+  // With the README's agent token: export and conflicts name the agent (default main).
+  const exported = await openclaw(["memory", "export", "--user", U1]);
+  assert.equal(exported.code, 0, `${exported.stdout}\n${exported.stderr}`);
+  const conflicts = await openclaw(["memory", "conflicts", "--user", U1, "--agent", "main"]);
+  assert.equal(conflicts.code, 0, `${conflicts.stdout}\n${conflicts.stderr}`);
 });

@@ -34,7 +34,7 @@ export async function startFakeMuma(options = {}) {
   const state = {
     requests: [],
     episodes: [], // {id, tenant, user_id, agent_id, session_id, role, content, idempotency_key, ...}
-    notes: [], // {id, tenant, user_id, agent_id, content, kind, domain, visibility, pinned, tags, status}
+    notes: [], // {id, tenant, user_id, agent_id, content, kind, domain, visibility, pinned, tags, status, origin, origin_ref, trust, instruction_like, review}
     links: [],
     working: new Map(), // `${tenant}|${user}|${session}` → items[]
     promotions: [],
@@ -78,6 +78,11 @@ export async function startFakeMuma(options = {}) {
       domain: note.domain ?? null,
       visibility: note.visibility,
       occurred_at: note.created_at,
+      origin: note.origin,
+      origin_ref: note.origin_ref,
+      trust: note.trust,
+      instruction_like: note.instruction_like,
+      candidate: note.review === "candidate",
       score: Number(score.toFixed(3)),
       sources: note.sources ?? [],
       explanation: { route: "fake-word-overlap" },
@@ -103,12 +108,20 @@ export async function startFakeMuma(options = {}) {
       pinned: false,
       tags: [],
       status: "active",
+      origin: "user",
+      origin_ref: null,
+      trust: "high",
+      instruction_like: false,
+      review: null, // "candidate": waits for review (/v1/candidates)
       created_at: new Date().toISOString(),
       ...fields,
     };
     state.notes.push(note);
     return note;
   };
+
+  // The note as the service answers it (NoteOut): no tenant, `candidate` instead of `review`.
+  const noteOut = ({ tenant: _tenant, review, ...note }) => ({ ...note, candidate: review === "candidate" });
 
   const server = http.createServer((req, res) => {
     let raw = "";
@@ -139,6 +152,14 @@ export async function startFakeMuma(options = {}) {
       const needUser = (u) => {
         if (!u) {
           send(res, 400, { error: "InvalidInputError", detail: "user_id is required" });
+          return false;
+        }
+        return true;
+      };
+      // As the service: an agent token (the plugin's) must name the agent it reads for.
+      const needAgent = (a) => {
+        if (!a) {
+          send(res, 422, { error: "InvalidInputError", detail: "agent_id: field required for agent tokens" });
           return false;
         }
         return true;
@@ -177,6 +198,8 @@ export async function startFakeMuma(options = {}) {
           tags: body.tags ?? [],
           pinned: body.pinned ?? false,
           sources: [episodeId],
+          origin: "agent",
+          trust: "medium",
         });
         if (q.wait) return send(res, 201, { episode_id: episodeId, note_ids: [note.id], decision: "ADD" });
         return send(res, 202, { episode_id: episodeId });
@@ -197,7 +220,8 @@ export async function startFakeMuma(options = {}) {
         const context = memories.length
           ? `<relevant-memories>\n${options.contextPrefix ?? ""}${memories.map((m) => `- ${m.content}`).join("\n")}\n</relevant-memories>`
           : "";
-        return send(res, 200, { context, memories, tokens: Math.ceil(context.length / 4), took_ms: 1, timed_out: false });
+        const timedOut = Boolean(state.contextTimedOut);
+        return send(res, 200, { context, memories, tokens: Math.ceil(context.length / 4), took_ms: 1, timed_out: timedOut });
       }
 
       const memoryMatch = path.match(/^\/v1\/memories\/([^/]+)$/);
@@ -217,6 +241,36 @@ export async function startFakeMuma(options = {}) {
           return send(res, 200, note);
         }
       }
+      // ---- memory candidates (review)
+      if (method === "GET" && path === "/v1/candidates") {
+        if (!needUser(q.user_id)) return;
+        const waiting = userNotes(tenant, q.user_id).filter((n) => n.review === "candidate");
+        return send(res, 200, waiting.reverse().slice(0, Number(q.limit ?? 100)).map(noteOut));
+      }
+      const candidateMatch = path.match(/^\/v1\/candidates\/([^/]+)\/(approve|reject)$/);
+      if (candidateMatch && method === "POST") {
+        if (!needUser(body?.user_id)) return;
+        const id = decodeURIComponent(candidateMatch[1]);
+        const note = userNotes(tenant, body.user_id).find((n) => n.id === id);
+        if (!note) return send(res, 404, { error: "NotFoundError", detail: `memory ${id} not found` });
+        if (note.review !== "candidate") {
+          return send(res, 409, { error: "ConflictError", detail: "this memory is not a candidate waiting for review" });
+        }
+        if (candidateMatch[2] === "reject") {
+          note.status = "deleted";
+          note.rejected = body.reason ?? true;
+          const counts = { knowledge_notes: 0, episodes_erased: 0, episodes_redacted: 0, notes_changed: 0, working_items: 0, files: 0 };
+          return send(res, 200, { id, forgotten: true, versions: 1, ...counts });
+        }
+        if (typeof body.content === "string" && body.content !== note.content) {
+          note.status = "superseded";
+          const { id: _old, created_at: _at, ...rest } = note;
+          return send(res, 200, noteOut(addNote(tenant, { ...rest, status: "active", content: body.content, review: null })));
+        }
+        note.review = null;
+        return send(res, 200, noteOut(note));
+      }
+
       if (method === "POST" && path === "/v1/links") {
         if (!needUser(body?.user_id)) return;
         const link = { id: randomUUID(), ...body, kind: body.kind ?? "related" };
@@ -224,7 +278,7 @@ export async function startFakeMuma(options = {}) {
         return send(res, 201, link);
       }
       if (method === "GET" && path === "/v1/stats") {
-        if (!needUser(q.user_id)) return;
+        if (!needUser(q.user_id) || !needAgent(q.agent_id)) return;
         const notes = userNotes(tenant, q.user_id);
         return send(res, 200, {
           notes: notes.length,
@@ -251,11 +305,11 @@ export async function startFakeMuma(options = {}) {
         return send(res, 202, { status: "queued", task_id: randomUUID() });
       }
       if (method === "GET" && path === "/v1/conflicts") {
-        if (!needUser(q.user_id)) return;
+        if (!needUser(q.user_id) || !needAgent(q.agent_id)) return;
         return send(res, 200, { conflicts: [] });
       }
       if (method === "GET" && path === "/v1/export") {
-        if (!needUser(q.user_id)) return;
+        if (!needUser(q.user_id) || !needAgent(q.agent_id)) return;
         const lines = userNotes(tenant, q.user_id).map((n) => JSON.stringify({ id: n.id, content: n.content, kind: n.kind }));
         return send(res, 200, lines.join("\n") + (lines.length ? "\n" : ""), "application/x-ndjson");
       }

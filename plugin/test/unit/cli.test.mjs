@@ -49,6 +49,9 @@ test("openclaw memory export (stdout and --out)", async () => {
   await program.run(["memory", "export"], { user: "cli-user" });
   assert.match(io.stdout.join(""), /Likes green tea/);
   assert.equal(fake.requestsTo("/v1/export").at(-1).query.format, "jsonl");
+  assert.equal(fake.requestsTo("/v1/export").at(-1).query.agent_id, "main"); // agent tokens name one
+  await program.run(["memory", "export"], { user: "cli-user", agent: "coder" });
+  assert.equal(fake.requestsTo("/v1/export").at(-1).query.agent_id, "coder");
   const dir = mkdtempSync(join(tmpdir(), "muma-cli-"));
   try {
     const out = join(dir, "export.jsonl");
@@ -66,6 +69,10 @@ test("openclaw memory consolidate / conflicts", async () => {
   assert.deepEqual(fake.requestsTo("/v1/consolidate").at(-1).body, { user_id: "cli-user" });
   await program.run(["memory", "conflicts"], { user: "cli-user" });
   assert.equal(io.stdout.at(-1), "no conflicts");
+  assert.equal(fake.requestsTo("/v1/conflicts").at(-1).query.agent_id, "main");
+  await program.run(["memory", "conflicts"], { user: "cli-user", agent: "coder" });
+  assert.equal(fake.requestsTo("/v1/conflicts").at(-1).query.agent_id, "coder");
+  assert.equal(io.code, 0);
 });
 
 test("CLI uses defaultUserId, and fails cleanly without a user or a service", async () => {

@@ -1,5 +1,8 @@
 import { test, before, after, beforeEach } from "node:test";
 import assert from "node:assert/strict";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { startFakeMuma } from "../support/fake-muma.mjs";
 import { resetSharedState } from "../../dist/runtime.js";
 import { agentCtx, closedPort, setup, sleep, waitFor } from "../support/util.mjs";
@@ -99,6 +102,22 @@ test("before_prompt_build: timeout → returns within ~timeoutMs, no injection, 
   assert.match(warns[0].message, /auto-recall skipped: POST \/v1\/context timed out after 150 ms/);
 });
 
+test("before_prompt_build: a read the service cut short is injected and logged as such", async () => {
+  await remember("u-partial", "My dog is called Biscuit");
+  fake.state.contextTimedOut = true;
+  try {
+    const api = plugin();
+    const res = await api.fire("before_prompt_build", { prompt: "What is my dog called?", messages: [] }, agentCtx("u-partial"));
+    assert.match(res.prependContext, /Biscuit/);
+    assert.match(api.logs.map((l) => l.message).join("\n"), /cut its search short .*injected what it found in time/);
+    const empty = await api.fire("before_prompt_build", { prompt: "zzz unrelated", messages: [] }, agentCtx("u-partial"));
+    assert.equal(empty, undefined);
+    assert.match(api.logs.map((l) => l.message).join("\n"), /budget ran out .*nothing injected/);
+  } finally {
+    fake.state.contextTimedOut = false;
+  }
+});
+
 test("before_prompt_build: custom timeoutMs is honoured", async () => {
   fake.state.delays["/v1/context"] = 1000;
   const api = plugin({ timeoutMs: 60 });
@@ -129,6 +148,17 @@ test("before_prompt_build: autoRecall=false or unknown user → no call", async 
   await plugin({ autoRecall: false }).fire("before_prompt_build", { prompt: "x", messages: [] }, agentCtx("u-off"));
   await plugin().fire("before_prompt_build", { prompt: "x", messages: [] }, { sessionKey: "agent:main:main", sessionId: "s" });
   assert.equal(fake.requestsTo("/v1/context").length, 0);
+});
+
+test("a conversation without an identity says once that it has no memory, and why", async () => {
+  const api = plugin();
+  for (const hook of ["before_prompt_build", "llm_input"]) {
+    await api.fire(hook, { prompt: "x", messages: [] }, { sessionKey: "agent:main:anon-warn", sessionId: "s-anon" });
+  }
+  const warned = api.warnings().filter((w) => /no memory for session/.test(w.message));
+  assert.equal(warned.length, 1, "once per session, not once per hook");
+  assert.match(warned[0].message, /not identified .*no defaultUserId.*set defaultUserId/);
+  assert.equal(fake.requestsTo("/v1/context").length + fake.requestsTo("/v1/episodes").length, 0);
 });
 
 test("before_prompt_build: registered with a host timeout above the plugin's own", () => {
@@ -289,6 +319,25 @@ test("message_received with a runId shares the run's user key with llm_input (on
   assert.equal(eps[0].idempotency_key, "openclaw:run:run-msg:user");
 });
 
+test("captures the service never acknowledged outlive the process (the spool)", async () => {
+  const spoolDir = mkdtempSync(join(tmpdir(), "muma-spool-"));
+  try {
+    fake.state.failures["/v1/episodes"] = 503;
+    const ctx = agentCtx("u-spool", "s1", { runId: "run-sp1" });
+    await plugin({ spoolDir }).fire("llm_input", { runId: "run-sp1", prompt: "my locker code is 7319", historyMessages: [] }, ctx);
+    await waitFor(() => readdirSync(spoolDir).some((n) => n.endsWith(".json")), 2000, "a spool file");
+    resetSharedState(); // a new process: nothing of the first is left in memory
+    fake.state.failures = {};
+    const next = agentCtx("u-spool", "s2", { runId: "run-sp2" });
+    await plugin({ spoolDir }).fire("llm_input", { runId: "run-sp2", prompt: "and my gym is Zuiderpark", historyMessages: [] }, next);
+    await waitFor(() => episodesOf("u-spool").length === 2, 2000, "both turns delivered");
+    assert.deepEqual(episodesOf("u-spool").map((e) => e.content), ["my locker code is 7319", "and my gym is Zuiderpark"]);
+    assert.deepEqual(readdirSync(spoolDir), [], "the spool is emptied once delivered");
+  } finally {
+    rmSync(spoolDir, { recursive: true, force: true });
+  }
+});
+
 test("capture during an outage is kept and delivered on the next flush", async () => {
   fake.state.failures["/v1/episodes"] = 503;
   const api = plugin();
@@ -356,11 +405,17 @@ test("after_tool_call: tool results go to the session's working memory", async (
   assert.equal(req.body.items[0].role, "tool");
   assert.equal(req.body.items[0].speaker, "web_fetch");
   assert.equal(req.body.items[0].metadata.tool_call_id, "tc1");
+  assert.equal(req.body.items[0].metadata.url, "https://example.org"); // the memory's origin
 
   await api.fire("after_tool_call", { toolName: "exec", params: { cmd: "false" }, error: "exit 1" }, { ...ctx, toolName: "exec" });
   const second = fake.requestsTo("/v1/sessions/sid-tool/working", "PUT")[1];
   assert.match(second.body.items[0].content, /error: exit 1/);
   assert.equal(second.body.items[0].metadata.error, true);
+  assert.equal(second.body.items[0].metadata.url, undefined);
+
+  await api.fire("after_tool_call", { toolName: "read", params: { path: "docs/a.md" }, result: "text" }, { ...ctx, toolName: "read" });
+  const third = fake.requestsTo("/v1/sessions/sid-tool/working", "PUT")[2];
+  assert.equal(third.body.items[0].metadata.file_path, "docs/a.md");
 });
 
 test("after_tool_call: skips our own memory tools and honours captureToolResults=false", async () => {
@@ -447,7 +502,15 @@ test("gateway_start: a 503 from /healthz is logged as unhealthy", async () => {
 test("gateway_start: warns when no token is configured", async () => {
   const api = setup({ serviceUrl: fake.url });
   await api.fire("gateway_start", { port: 1 }, {});
-  assert.match(api.warnings()[0].message, /no token configured/);
+  assert.match(api.warnings()[0].message, /token is not configured/);
+});
+
+test("an unset ${MUMA_TOKEN} is named as such, never sent as a token", async () => {
+  const api = setup({ serviceUrl: fake.url, token: "${MUMA_TOKEN}" });
+  await api.fire("gateway_start", { port: 1 }, {});
+  assert.match(api.warnings()[0].message, /token is \$\{MUMA_TOKEN\} and MUMA_TOKEN is not set in the gateway's environment/);
+  await assert.rejects(api.toolsFor(agentCtx("u-env")).memory_query.execute("c", { query: "dog" }), /MUMA_TOKEN is not set/);
+  assert.equal(fake.requestsTo("/v1/search").length, 0, "nothing sent with the placeholder");
 });
 
 test("gateway_stop: flushes episodes that could not be sent earlier", async () => {

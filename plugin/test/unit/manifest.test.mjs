@@ -22,6 +22,7 @@ const SEED_TOOLS = [
   "memory_link",
   "memory_search_agents",
   "memory_consolidate",
+  "memory_review",
 ];
 
 test("manifest: id, kind, activation, tool contract", () => {

@@ -15,10 +15,12 @@ from memory.activation.model import (
     ActivationBreakdown,
     activation,
     base_level,
+    break_ties_by_noise,
     grow_half_life,
     initial_half_life,
     logistic_noise,
     make_noise_rng,
+    ranked_base_level,
     record_access,
     retention,
     score_activation,
@@ -314,12 +316,14 @@ def test_score_activation_below_threshold() -> None:
 
 
 def test_score_activation_noise_switch() -> None:
-    on = ActivationSettings(noise_enabled=True)
+    on = ActivationSettings(noise_enabled=True, noise_ties_only=False)
     off = ActivationSettings(noise_enabled=False)
     kwargs = {"access_times": [ago(1)], "now": NOW, "relevance": 0.0, "half_life_hours": 168.0}
     noisy = score_activation(**kwargs, settings=on, rng=StubRng(0.75))  # type: ignore[arg-type]
     assert noisy.noise == pytest.approx(0.726836, abs=1e-6)
     assert noisy.total == pytest.approx(0.726836, abs=1e-6)  # B = 0, S = 0
+    ties = score_activation(**kwargs, settings=ActivationSettings(), rng=StubRng(0.75))  # type: ignore[arg-type]
+    assert ties.noise == pytest.approx(0.726836, abs=1e-6) and ties.total == 0.0
     quiet = score_activation(**kwargs, settings=off, rng=StubRng(0.75))  # type: ignore[arg-type]
     assert quiet.noise == 0.0
 
@@ -343,3 +347,23 @@ def test_score_activation_uses_petrov_and_latest_access() -> None:
 
 def test_random_module_generator_is_accepted() -> None:
     assert isinstance(make_noise_rng(None), random.Random)
+
+
+def test_noise_decides_near_ties_only() -> None:
+    items = [("a", 5.0, 0.0), ("b", 4.95, 3.0), ("c", 4.0, 9.0), ("d", 3.97, -1.0)]
+    ordered = break_ties_by_noise(items, lambda i: i[1], lambda i: i[2], window=0.1)
+    # b passes a (within 0.1, larger noise); c never passes b however loud its noise.
+    assert [i[0] for i in ordered] == ["b", "a", "c", "d"]
+    assert break_ties_by_noise(items, lambda i: i[1], lambda i: i[2], window=0.0) == items
+
+
+def test_rehearsal_raises_a_rank_at_most_the_cap_over_age_alone() -> None:
+    created = ago(100)
+    alone = -0.5 * math.log(100)  # one access 100 h ago
+    rehearsed = alone + 3.0
+    assert ranked_base_level(rehearsed, created, NOW, decay=0.5, cap=1.0) == pytest.approx(
+        alone + 1.0
+    )
+    assert ranked_base_level(alone + 0.4, created, NOW, decay=0.5, cap=1.0) == alone + 0.4
+    assert ranked_base_level(rehearsed, created, NOW, decay=0.5, cap=None) == rehearsed
+    assert ranked_base_level(float("-inf"), created, NOW, decay=0.5, cap=1.0) == float("-inf")

@@ -186,3 +186,61 @@ def test_splitting_never_drops_a_token(words: list[str], limit: int) -> None:
     parts = facts(content, role="tool", speaker=None, max_facts=limit)
     assert len(parts) <= limit
     assert tokenize(" ".join(p.text for p in parts)) == tokenize(content)
+
+
+def test_an_assistants_words_are_kept_as_said() -> None:
+    said = "I do not know your dog's name. What is my favourite colour, you asked?"
+    [fact] = extract_facts(
+        said, role="assistant", speaker="main", occurred_at=NOW_FOR_ASSISTANT, metadata={}
+    )
+    assert fact.text == said
+
+
+NOW_FOR_ASSISTANT = datetime(2026, 12, 6, tzinfo=UTC)
+
+
+CODE_REPLY = """Here is the fix for the parser:
+
+```python
+def parse(line):
+
+    for i, part in enumerate(line.split()):
+        yield {
+            "index": i,
+        }
+```
+
+Thanks!"""
+
+
+def test_code_blocks_are_stored_as_written() -> None:
+    [fact] = facts(CODE_REPLY, role="assistant", speaker=None)
+    # Lines of only punctuation, indentation and blank lines inside the block survive.
+    assert fact.text == CODE_REPLY.removesuffix("\n\nThanks!").replace("\n\n```", "\n```")
+
+
+def test_first_person_resolution_leaves_code_alone() -> None:
+    text = "I wrote `for i in x` and this:\n```\nfor i in range(3):\n    print(i)\n```"
+    [fact] = facts(text, role="user", speaker="Ann")
+    assert fact.text.startswith("Ann wrote `for i in x` and this:")
+    assert "for i in range(3):\n    print(i)" in fact.text
+
+
+def _reply_with_code(paragraphs: int) -> str:
+    parts = []
+    for n in range(paragraphs):
+        parts.append(f"Step {n}: the service {n} restarts when its health check fails twice.")
+        body = "\n".join(f"    check_{n}_{k}()" for k in range(12))
+        parts.append(f"```python\ndef step_{n}():\n{body}\n```")
+    return "\n\n".join(parts)
+
+
+def test_passages_end_at_paragraphs_and_keep_code_blocks_whole() -> None:
+    reply = _reply_with_code(8)
+    passages = [f.text for f in facts(reply, role="assistant", speaker=None, max_facts=6)]
+    assert len(passages) > 1
+    for passage in passages:
+        assert passage.count("```") % 2 == 0, passage  # no block cut in two
+    blocks = [b for b in reply.split("\n\n") if b.startswith("```")]
+    joined = "\n".join(passages)
+    assert all(block in joined for block in blocks)

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 from memory.retrieval.context import (
     CLOSE,
+    FRAME,
     OPEN,
     ContextBlock,
     build_context,
@@ -22,14 +23,22 @@ from memory.working.service import WorkingItem, content_hash
 
 def _hit(content: str, day: int = 8) -> SearchHit:
     note = SimpleNamespace(
-        id=uuid.uuid4(), content=content, occurred_at=datetime(2023, 5, day, 13, 56, tzinfo=UTC)
+        id=uuid.uuid4(),
+        content=content,
+        occurred_at=datetime(2023, 5, day, 13, 56, tzinfo=UTC),
+        origin="user",
+        origin_ref=None,
+        speaker=None,
+        agent_id="a",
+        trust="high",
+        review=None,
     )
     return SearchHit(note=note, score=1.0, relevance=1.0, activation=None)  # type: ignore[arg-type]
 
 
 def test_line_carries_the_date_and_collapses_whitespace() -> None:
     assert memory_line(_hit("Caroline went to   the\nsupport group.")) == (
-        "- [8 May 2023] Caroline went to the support group."
+        "- [8 May 2023, user] Caroline went to the support group."
     )
 
 
@@ -45,6 +54,7 @@ def test_block_never_exceeds_the_budget() -> None:
             assert block.startswith(OPEN) and block.endswith(CLOSE)
             assert (
                 estimate_tokens(OPEN)
+                + estimate_tokens(FRAME)
                 + estimate_tokens(CLOSE)
                 + sum(estimate_tokens(memory_line(h)) for h in kept)
                 == tokens
@@ -76,7 +86,8 @@ def test_working_items_come_first_within_their_share() -> None:
     hits = [_hit(f"Memory {i} about the build.") for i in range(30)]
     built = build_context(hits, 200, working, working_share=0.4)
     lines = built.text.splitlines()
-    assert lines[1] == "- [this session] Tool result 1: the build log says test 1 failed."
+    assert lines[1] == FRAME
+    assert lines[2] == "- [this session, tool] Tool result 1: the build log says test 1 failed."
     assert built.working == working and len(built.notes) > 0
     assert built.tokens <= 200
     assert sum(estimate_tokens(working_line(w)) for w in built.working) <= 0.4 * 200
@@ -101,9 +112,12 @@ def test_a_long_item_is_shown_as_an_excerpt_within_the_share() -> None:
     long_result = "read_file(app.log) → " + " ".join(f"line{i} ok" for i in range(400))
     working = [_working(long_result, 1), _working("Second item about the log.", 2)]
     built = build_context([_hit("A memory about logs.")], 1000, working, working_share=0.4)
-    [line] = [x for x in built.text.splitlines() if x.startswith("- [this session]")]
-    assert line.startswith("- [this session] read_file(app.log) → line0 ok") and line.endswith("…")
-    share = int((1000 - estimate_tokens(OPEN) - estimate_tokens(CLOSE)) * 0.4)
+    [line] = [x for x in built.text.splitlines() if x.startswith("- [this session")]
+    assert line.startswith(
+        "- [this session, tool] read_file(app.log) → line0 ok"
+    ) and line.endswith("…")
+    frame = estimate_tokens(OPEN) + estimate_tokens(FRAME) + estimate_tokens(CLOSE)
+    share = int((1000 - frame) * 0.4)
     assert share - 2 <= estimate_tokens(line) <= share  # the share, filled
     # The excerpt took what was left of the share: the second item is not shown.
     assert built.working == working[:1] and built.tokens <= 1000

@@ -26,6 +26,32 @@ def test_zscore_degenerate() -> None:
     assert zscore({"a": 2.0, "b": 2.0}) == {"a": 0.0, "b": 0.0}
 
 
+def test_zscore_min_spread_keeps_noise_small() -> None:
+    # Cosines within 0.02 of each other: without a floor the top one is +1.22 sd.
+    noise = {"a": 0.05, "b": 0.06, "c": 0.07}
+    assert zscore(noise)["c"] == pytest.approx(Z)
+    assert zscore(noise, min_spread=0.04)["c"] == pytest.approx(0.01 / 0.04)
+    # A floor below the spread changes nothing.
+    assert zscore(noise, min_spread=0.001) == approx_dict(zscore(noise))
+
+
+def test_a_route_whose_candidates_tie_still_lifts_them() -> None:
+    # One note holds the query's only rare term: the route's single answer is +1 against
+    # the -1 of every note it did not return (as z-scores of {s, 0}), not 0 like them.
+    got = fuse({"bm25": {"log": 14.9}, "dense": {"a": 0.2, "b": 0.4, "log": 0.3}})
+    assert got["log"] == pytest.approx(1.0 + 0.0)
+    assert got["a"] == pytest.approx(-1.0 - Z) and got["b"] == pytest.approx(-1.0 + Z)
+    assert max(got, key=got.__getitem__) == "log"
+
+
+def test_fuse_applies_each_routes_min_spread() -> None:
+    routes = {"dense": {"x": 0.05, "y": 0.07}, "bm25": {"y": 1.0, "z": 3.0}}
+    plain = fuse(routes)
+    floored = fuse(routes, min_spreads={"dense": 0.04})
+    assert plain["y"] - plain["x"] == pytest.approx(2.0 + 0.0)  # dense ±1, bm25 absent -1
+    assert floored["y"] - floored["x"] == pytest.approx(0.5)  # ±0.25 against 0.04
+
+
 def test_minmax() -> None:
     # (x - 2) / (6 - 2)
     assert minmax({"a": 2.0, "b": 4.0, "c": 6.0}) == {"a": 0.0, "b": 0.5, "c": 1.0}

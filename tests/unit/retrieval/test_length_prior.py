@@ -26,6 +26,7 @@ def _note(term_count: int) -> SimpleNamespace:
         speaker=None,
         base_level=base_level([NOW], NOW),  # as PostgreSQL computes it for the read path
         last_access_at=NOW,
+        first_access_at=NOW,
         half_life_hours=168.0,
         term_count=term_count,
     )

@@ -23,6 +23,11 @@ def _hit(total: float) -> SearchHit:
         speaker=None,
         agent_id="main",
         occurred_at=when,
+        origin="user",
+        origin_ref=None,
+        trust="high",
+        instruction_like=False,
+        review=None,
     )
     breakdown = ActivationBreakdown(NO_ACCESS_BASE_LEVEL, 5.5, 0.0, total, 0.0, False)
     return SearchHit(note, total, 0.5, breakdown, {"bm25": 3})  # type: ignore[arg-type]

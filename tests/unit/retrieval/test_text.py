@@ -148,3 +148,11 @@ def test_split_sentences(text: str, expected: list[str]) -> None:
 def test_split_sentences_never_loses_a_token(text: str) -> None:
     joined = " ".join(split_sentences(text))
     assert sorted(tokenize(joined)) == sorted(tokenize(text))
+
+
+def test_a_token_too_long_to_index_is_left_out() -> None:
+    from memory.retrieval.text import MAX_TOKEN_CHARS, tokenize
+
+    blob = "x" * (MAX_TOKEN_CHARS + 1)
+    assert tokenize(f"error {blob} at line 3") == ["error", "at", "line", "3"]
+    assert tokenize("a" * MAX_TOKEN_CHARS) == ["a" * MAX_TOKEN_CHARS]

@@ -35,6 +35,34 @@ def test_heuristic_classes(a: str, b: str, expected: str, why: str) -> None:
     assert why in verdict.reason
 
 
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        # Small talk from a LoCoMo conversation, once flagged "one statement negates the
+        # other" (63 such pairs in its first conversation, none a contradiction).
+        ("We'll make some awesome memories!", "Life's all about creating memories. Great!"),
+        ("Been a busy week since we talked.", "Long time no talk. Lots has been going on!"),
+        ("Can't wait to see you soon. Take it easy.", "Looking forward to seeing you! See ya!"),
+        ("Keep going for your dreams and don't quit!", "Keep going!"),
+        ("Hey John, Maria is here for you!", "Hey John, Maria hasn't talked to you in a while."),
+        ("Take care, John, bye!", "Take care, see ya!"),
+        ("When are you opening the studio?", "Jon is not opening the studio yet."),
+    ],
+)  # fmt: skip
+def test_small_talk_and_questions_contradict_nothing(a: str, b: str) -> None:
+    assert classify(a, b).classification != "contradictory"
+    assert classify(b, a).classification != "contradictory"
+
+
+def test_a_contradiction_names_its_claim() -> None:
+    verdict = classify("Ann eats meat.", "Ann doesn't eat meat anymore.")
+    assert verdict.reason == "one statement negates the other (eat, meat)"
+    assert "cat" in classify("Ann has two cats.", "Ann has 3 cats.").reason
+    # In a longer note, the one sentence that says the claim decides.
+    long = classify("Thanks! Ann eats meat. See you soon!", "Ann doesn't eat meat anymore.")
+    assert long.classification == "contradictory"
+
+
 def test_speakers_decide_the_subject_first() -> None:
     verdict = classify("I live in Rome.", "I live in Milan.", speaker_a="Ann", speaker_b="Ben")
     assert not verdict.related and verdict.classification == "compatible"
