@@ -5,10 +5,11 @@ each token's hidden state onto the 30,522 terms took 2.4-2.9 ms: a 128 x 30,522 
 matrix (15.6 MB) read once per text. Stored as int8 with a scale per term (3.9 MB) and
 multiplied by onnxruntime's `DynamicQuantizeMatMul` (the hidden states quantised per
 call), the same product took 0.63-0.65 ms against numpy's 2.39-2.44 in one measurement
-(benchmarks/README.md, session 28).
+(benchmarks/README.md "## Latency", the sparse channel in int8).
 
 Invariants: `max_logits(h)` is max over the rows of h of (h · Wᵀ + bias) for the int8
-image of W (a term's weights scaled by its largest magnitude / 127; an all-zero term keeps
+image of W (a term's weights scaled by its largest magnitude / 63, so that no int16
+sum of two products saturates on any CPU; an all-zero term keeps
 scale 1); one intra-op thread, as the embedder runs.
 """
 
@@ -19,6 +20,11 @@ import numpy as np
 from memory.clients.onnx_graphs import one_thread_session
 
 OPSET = 13
+# 7-bit weights: on x86 without VNNI (AVX2, AVX-512 without VNNI), onnxruntime's u8 x s8
+# kernel adds pairs of products in int16 (vpmaddubsw), which saturates for 8-bit weights
+# and gave logits wrong by up to 4 on an AVX2 machine; 7 bits cannot saturate (the
+# `reduce_range` of onnxruntime's own quantiser).
+WEIGHT_LIMIT = 63.0
 
 
 class Int8Projection:
@@ -28,7 +34,7 @@ class Int8Projection:
         from onnx import TensorProto, helper, numpy_helper
 
         width, terms = output.shape
-        scale = np.abs(output).max(axis=0) / 127.0
+        scale = np.abs(output).max(axis=0) / WEIGHT_LIMIT
         scale[scale == 0] = 1.0
         weights = np.round(output / scale).astype(np.int8)
         nodes = [
