@@ -3,13 +3,17 @@
 Invariants: a note's terms are counted in `lexicon`/`lexicon_totals` exactly while it is
 active and current (valid_to IS NULL), and a term row exists only while some note is
 counted with it; `index_note_terms` and `unindex_note_terms` are the
-only writers, called on activation and on closing/archiving. Their changes are summed per
+only writers, called on activation and on closing/archiving. What is counted is what the
+note stores (its tsvectors and term counts), never a fresh analysis of its text, so a
+change of the analyser cannot unbalance the statistics: `reanalyse_note_terms` moves a
+stored note to the current analysis, its counts with it. Their changes are summed per
 transaction and written in one sorted upsert just before the commit, so concurrent
 workers lock statistics rows in one order, briefly, and never deadlock.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -101,19 +105,52 @@ class _Pending:
     lengths: Counter[tuple[str, str, str]] = field(default_factory=Counter)
 
 
+_LEXEME_RE = re.compile(r"'((?:[^'\\]|''|\\.)*)'")
+_UNESCAPE_RE = re.compile(r"''|\\(.)")
+
+
+def stored_lexemes(tsvector: str | None) -> set[str]:
+    """The lexemes of a stored tsvector (PostgreSQL's output or `tsvector_literal`)."""
+    if not tsvector:
+        return set()
+    return {
+        _UNESCAPE_RE.sub(lambda m: m.group(1) or "'", m.group(1))
+        for m in _LEXEME_RE.finditer(tsvector)
+    }
+
+
+@dataclass(frozen=True)
+class _Counted:
+    """One field's terms as counted: the distinct terms and the field's length."""
+
+    terms: set[str]
+    length: int
+
+
+def _stored(note: Note) -> dict[str, _Counted]:
+    return {
+        "own": _Counted(stored_lexemes(note.index_terms), note.term_count or 0),
+        "window": _Counted(stored_lexemes(note.window_terms), note.window_term_count or 0),
+    }
+
+
+def _analysed(terms: dict[str, list[str]]) -> dict[str, _Counted]:
+    return {name: _Counted(set(terms[name]), len(terms[name])) for name in FIELDS}
+
+
 def _adjust(session: Session, notes: Iterable[Note], sign: int) -> None:
-    """Queue the notes' term counts; they are written once, just before the commit."""
+    """Queue the notes' stored term counts; they are written once, just before the commit."""
     for note in notes:
-        _count(session, note, note_terms(note), sign)
+        _count(session, note, _stored(note), sign)
 
 
-def _count(session: Session, note: Note, terms: dict[str, list[str]], sign: int) -> None:
+def _count(session: Session, note: Note, fields: dict[str, _Counted], sign: int) -> None:
     pending: _Pending = session.info.setdefault(_PENDING, _Pending())
     for name in FIELDS:
         key = (note.tenant_id, note.user_id, name)
         pending.totals[key] += sign
-        pending.lengths[key] += sign * len(terms[name])
-        for term in set(terms[name]):
+        pending.lengths[key] += sign * fields[name].length
+        for term in fields[name].terms:
             pending.counts[(*key, term)] += sign
 
 
@@ -203,8 +240,25 @@ def activate_note_terms(*, session: Session, note: Note) -> dict[str, Any]:
     and the activation's update, which changes the indexed status anyway, writes the
     term indexes once."""
     terms = note_terms(note)
-    _count(session, note, terms, +1)
+    _count(session, note, _analysed(terms), +1)
     return _term_columns(terms)
+
+
+def reanalyse_note_terms(*, session: Session, note: Note, counted: bool) -> bool:
+    """Store the current analysis of the note's own and window text; when it is `counted`
+    (active and current), its statistics move from the stored terms to the new ones.
+    Whether anything changed."""
+    terms = note_terms(note)
+    columns = _term_columns(terms)
+    stored = _stored(note)
+    fresh = _analysed(terms)
+    if stored == fresh and note.index_terms == columns["index_terms"]:
+        return False
+    if counted:
+        _count(session, note, stored, -1)
+        _count(session, note, fresh, +1)
+    apply_terms(note, terms)
+    return True
 
 
 def window_term_columns(
@@ -212,20 +266,21 @@ def window_term_columns(
     session: Session,
     tenant_id: str,
     user_id: str,
-    old_text: str | None,
+    old_terms: str | None,
+    old_count: int | None,
     new_text: str,
     counted: bool,
 ) -> dict[str, Any]:
-    """The window columns of a note whose window text changes from `old_text` to
-    `new_text`; when the note is `counted` in the user's statistics (active and current),
-    its window terms move there too (written at commit). The note's own terms and its
-    place in the document count are unchanged."""
-    old, new = analyse(old_text or ""), analyse(new_text)
+    """The window columns of a note whose stored window terms (`old_terms`, `old_count`
+    of them) give way to those of `new_text`; when the note is `counted` in the user's
+    statistics (active and current), its window terms move there too (written at
+    commit). The note's own terms and its place in the document count are unchanged."""
+    new = analyse(new_text)
     if counted:
         pending: _Pending = session.info.setdefault(_PENDING, _Pending())
         key = (tenant_id, user_id, "window")
-        pending.lengths[key] += len(new) - len(old)
-        for term in set(old):
+        pending.lengths[key] += len(new) - (old_count or 0)
+        for term in stored_lexemes(old_terms):
             pending.counts[(*key, term)] -= 1
         for term in set(new):
             pending.counts[(*key, term)] += 1

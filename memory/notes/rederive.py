@@ -7,6 +7,9 @@ One batch takes a few sessions that hold such notes, and in each:
   with the text), as the decide stage computes them;
 - gives every closed or deleted version its own line and vector as window (no reader
   searches them, but history and export show them);
+- stores every current note's terms as the analyser of this version makes them (own
+  and window text, the BM25 statistics moved with them: migration 0016 marks the notes
+  whose terms the analyser's languages change);
 - keeps a keyword, tag or context line only where it is the note's own or could have come
   from a linked note that may flow into it, and records those as contributions, so a
   later withdrawal finds them (memory.links.evolution);
@@ -33,6 +36,7 @@ from memory.episodes.models import Episode
 from memory.links.evolution import record_contributions
 from memory.links.models import Link
 from memory.notes.construct import extract_keywords
+from memory.notes.lexicon import reanalyse_note_terms
 from memory.notes.models import Note, NoteSource
 from memory.notes.rules import rule_tags
 from memory.notes.window import WindowSeeds, lock_note_windows, refresh_windows
@@ -87,6 +91,8 @@ def rebuild_derived_batch(
     for note in notes:
         if note.valid_to is not None or note.status == "deleted":
             close_window(note)
+        elif note.status in ("active", "archived"):
+            reanalyse_note_terms(session=session, note=note, counted=note.status == "active")
     _clean_evolved(session, notes)
     for note in notes:
         # Derived fields, not an edit: updated_at stays the time of the last change.

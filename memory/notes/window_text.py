@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -99,15 +100,18 @@ def store_window_texts(
     user_id, status and stored window_text. Written in id order, as row locks are taken."""
     if not texts:
         return
+    stored = _stored_window_terms(session, sorted(texts))
     values = []
     for note_id in sorted(texts):
         row = rows[note_id]
         text, gate = texts[note_id]
+        old_terms, old_count = stored.get(note_id, (None, 0))
         columns = window_term_columns(
             session=session,
             tenant_id=row.tenant_id,
             user_id=row.user_id,
-            old_text=row.window_text,
+            old_terms=old_terms,
+            old_count=old_count,
             new_text=text,
             counted=row.status == "active",
         )
@@ -118,3 +122,16 @@ def store_window_texts(
         if loaded is not None:
             for column in _TEXT_COLUMNS:
                 set_committed_value(loaded, column, value[column])
+
+
+def _stored_window_terms(
+    session: Session, note_ids: list[uuid.UUID]
+) -> dict[uuid.UUID, tuple[str | None, int]]:
+    """The stored window terms and their count of the notes whose window text changes:
+    what their statistics hold now (memory.notes.lexicon)."""
+    statement = select(Note.id, Note.window_terms, Note.window_term_count).where(
+        Note.id.in_(note_ids)
+    )
+    return {
+        row.id: (row.window_terms, row.window_term_count or 0) for row in session.execute(statement)
+    }

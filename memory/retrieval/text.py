@@ -6,6 +6,9 @@ Invariants:
 - `analyse(text)` == stemmed `tokenize(text)` minus `STOPWORDS`, in text order, with
   duplicates kept (BM25 needs term frequencies). Tokens holding digits or joiners
   (ids, emails, decimals) are never stemmed.
+- Scripts without spaces between words (Chinese, Japanese, Thai, Lao, Khmer, Myanmar)
+  yield overlapping character bigrams of each run ("我喜欢喝茶" → 我喜 喜欢 欢喝 喝茶);
+  only ASCII words are stemmed (English Snowball), other languages' words stay whole.
 - Identifiers survive whole: "INC-4471" yields "inc-4471" and also its parts "inc" and
   "4471", so both the exact id and a partial mention match. Plain hyphenated words
   ("self-care") yield only their parts, so "self care" and "self-care" agree.
@@ -57,10 +60,20 @@ _DASHES = str.maketrans({"\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": 
 
 _EMAIL = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
 _URL = r"(?:https?://|www\.)[^\s<>\"']+"
-# A word: letters/digits/underscores, optionally joined by - . / : , + # or an apostrophe,
-# each joiner followed by more word characters (so a trailing period is never kept).
-_WORD = r"\w+(?:(?:['\-./:,+#]|_)\w+)*"
-_TOKEN_RE = re.compile(f"({_URL})|({_EMAIL})|({_WORD})", re.UNICODE)
+# Scripts written without spaces between words: Thai, Lao, Myanmar, Khmer, kana, CJK
+# ideographs (with the iteration mark 々). A run of them is indexed as overlapping
+# character bigrams, as CJK search engines without a dictionary do.
+_UNSPACED_CHARS = (
+    "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3005\u3040-\u30ff\u31f0-\u31ff"
+    "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+)
+_UNSPACED = f"[{_UNSPACED_CHARS}]+"
+# A word: letters/digits/underscores of spaced scripts, optionally joined by - . / : , + #
+# or an apostrophe, each joiner followed by more word characters (so a trailing period is
+# never kept).
+_W = f"[^\\W{_UNSPACED_CHARS}]"
+_WORD = f"{_W}+(?:(?:['\\-./:,+#]|_){_W}+)*"
+_TOKEN_RE = re.compile(f"({_URL})|({_EMAIL})|({_UNSPACED})|({_WORD})", re.UNICODE)
 _JOINERS_RE = re.compile(r"[\-./:,+#_]")
 _THOUSANDS_RE = re.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 _NUMBER_RE = re.compile(r"^\d+(?:[.:]\d+)*$")
@@ -95,14 +108,21 @@ def _raw_matches(text: str) -> list[tuple[str, str]]:
     """(kind, surface) pairs in order; kind is "url", "email" or "word"."""
     out: list[tuple[str, str]] = []
     for match in _TOKEN_RE.finditer(normalise(text)):
-        url, email, word = match.groups()
+        url, email, unspaced, word = match.groups()
         if url:
             out.append(("url", url.rstrip(".,;:!?)")))
         elif email:
             out.append(("email", email))
+        elif unspaced:
+            out.append(("unspaced", unspaced))
         else:
             out.append(("word", word))
     return out
+
+
+def _bigrams(run: str) -> list[str]:
+    """Overlapping character pairs of a run of an unspaced script; one character alone."""
+    return [run] if len(run) < 3 else [run[i : i + 2] for i in range(len(run) - 1)]
 
 
 # A "word" longer than this (a base64 blob, a run of one character in a pasted log) is no
@@ -129,6 +149,8 @@ def _tokens(text: str) -> list[str]:
             tokens.extend(p for p in re.split(r"[@.+\-_]", low) if p)
         elif kind == "url":
             tokens.extend(p for p in re.split(r"[^\w]+", low) if p and p not in ("http", "https"))
+        elif kind == "unspaced":
+            tokens.extend(_bigrams(low))
         else:
             tokens.extend(t.strip("_") for t in _split_compound(low) if t.strip("_"))
     return tokens
@@ -138,10 +160,12 @@ def _tokens(text: str) -> list[str]:
 def stem(token: str) -> str:
     """Snowball English stem of one lowercase token, possessive 's stripped first.
 
-    Tokens with digits or joiners (ids, emails, numbers) are returned unchanged.
+    Tokens with digits or joiners (ids, emails, numbers) are returned unchanged, and so are
+    words with letters outside ASCII ("niños", "hände", "книги"): English suffix rules
+    would cut other languages' words wrongly.
     """
     token = _POSSESSIVE_RE.sub("", token) or token
-    if not token.isalpha():
+    if not token.isalpha() or not token.isascii():
         return token
     return _STEM_EXCEPTIONS.get(token) or _stemmer.stemWord(token)
 
@@ -163,7 +187,7 @@ def content_tokens(text: str) -> list[str]:
 def _looks_verbatim(kind: str, surface: str) -> bool:
     if kind == "email":
         return True
-    if kind == "url":
+    if kind in ("url", "unspaced"):
         return False
     has_digit = any(ch.isdigit() for ch in surface)
     has_alpha = any(ch.isalpha() for ch in surface)

@@ -156,3 +156,37 @@ def test_a_token_too_long_to_index_is_left_out() -> None:
     blob = "x" * (MAX_TOKEN_CHARS + 1)
     assert tokenize(f"error {blob} at line 3") == ["error", "at", "line", "3"]
     assert tokenize("a" * MAX_TOKEN_CHARS) == ["a" * MAX_TOKEN_CHARS]
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [
+        ("我喜欢喝茶。", ["我喜", "喜欢", "欢喝", "喝茶"]),
+        ("东京", ["东京"]),
+        ("茶", ["茶"]),
+        ("iPhone手机很好", ["iphone", "手机", "机很", "很好"]),
+        ("猫はモチ、犬はポチ", ["猫は", "はモ", "モチ", "犬は", "はポ", "ポチ"]),
+        ("ข้าวผัด", ["ข้", "้า", "าว", "วผ", "ผั", "ัด"]),
+    ],
+)
+def test_scripts_without_spaces_are_tokenized_as_character_bigrams(
+    text: str, tokens: list[str]
+) -> None:
+    assert tokenize(text) == tokens
+
+
+def test_a_query_shares_bigrams_with_the_sentence_that_holds_its_words() -> None:
+    stored = set(analyse("我妹妹住在杭州，她是一名牙医。"))  # noqa: RUF001
+    assert {"妹妹", "杭州", "牙医"} <= stored
+    assert set(analyse("牙医")) <= stored
+
+
+def test_only_ascii_words_are_stemmed_as_english() -> None:
+    assert analyse("running dogs") == ["run", "dog"]
+    assert stem("niños") == "niños" and stem("hände") == "hände"
+    assert analyse("Книги и собаки") == ["книги", "и", "собаки"]
+
+
+@given(st.text(alphabet=st.characters(min_codepoint=0x4E00, max_codepoint=0x4E40), max_size=12))
+def test_every_character_of_a_cjk_run_is_in_some_bigram(text: str) -> None:
+    assert set(text) == set("".join(tokenize(text)))
