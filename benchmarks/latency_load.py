@@ -59,8 +59,11 @@ window_terms tsvector term_count int4 window_term_count int4 embedding vector
 window_embedding vector embedding_model text turn_seq int8 sparse_embedding sparsevec
 derived_version int2 window_readers text[]
 """
-# Model columns the loader leaves NULL on purpose (no summaries, no superseding links).
-LEFT_NULL = frozenset({"summary", "superseded_by"})
+# Model columns the loader leaves NULL on purpose (no summaries, no superseding links, no
+# candidates, no source address) or to their server default (the user's own words: origin
+# "user", trust "high", not instruction-like).
+LEFT_NULL = frozenset({"summary", "superseded_by", "review", "origin_ref"})
+LEFT_DEFAULT = frozenset({"origin", "trust", "instruction_like"})
 # The triggers of migrations 0004, 0008 and 0009 that copy each new note's vector into
 # note_vectors, its window vector into note_window_vectors and its terms into note_terms.
 MIRROR_TRIGGERS = ("notes_vectors_insert", "notes_window_vectors_insert", "notes_terms_insert")
@@ -289,7 +292,7 @@ class UserRows:
 
 def check_columns() -> None:
     """Fail early when the notes model has a column this loader does not fill."""
-    known = {c for c, _ in NOTE_COLUMNS} | LEFT_NULL
+    known = {c for c, _ in NOTE_COLUMNS} | LEFT_NULL | LEFT_DEFAULT
     missing = sorted(c.name for c in Note.__table__.columns if c.name not in known)
     if missing:
         raise SystemExit(f"benchmarks/latency_load.py does not fill notes columns {missing}")

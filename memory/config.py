@@ -250,6 +250,10 @@ class PipelineSettings(_Section):
     # turns get longer passages: nothing is dropped).
     passage_chars: int = Field(800, ge=200)
     max_passages: int = Field(256, ge=1)
+    # Captures (POST /v1/episodes, POST /v1/memories) are answered 429 with Retry-After
+    # while this many episodes wait for extraction (memory.episodes.backlog); 0 never
+    # refuses. 5,000 is under two minutes of work for two deterministic workers.
+    max_backlog: int = Field(5000, ge=0)
 
 
 class WorkingSettings(_Section):

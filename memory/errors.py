@@ -9,6 +9,8 @@ class MemoryServiceError(Exception):
     """Base of every error MUMA raises on purpose; carries the ids it concerns."""
 
     status_code = 500
+    # Seconds after which the same request may succeed; the API sends it as Retry-After.
+    retry_after_seconds: int | None = None
 
     def __init__(self, message: str, **ids: Any) -> None:
         super().__init__(message)
@@ -57,6 +59,18 @@ class TransientError(MemoryServiceError):
     """A failure worth retrying (database or broker unavailable, LLM timeout)."""
 
     status_code = 503
+    retry_after_seconds = 2
+
+
+class OverloadedError(MemoryServiceError):
+    """More work is waiting than the service takes on; `retry_after_seconds` says when
+    to send the request again."""
+
+    status_code = 429
+
+    def __init__(self, message: str, *, retry_after_seconds: int, **ids: Any) -> None:
+        super().__init__(message, retry_after_seconds=retry_after_seconds, **ids)
+        self.retry_after_seconds = retry_after_seconds
 
 
 class ConfigError(MemoryServiceError):

@@ -67,6 +67,9 @@ os.environ["MUMA_HOME"] = str(TEST_HOME)
 os.environ.pop("MUMA_DATABASE_URL", None)
 os.environ["MUMA_REDIS_URL"] = claim_local_redis_db() or _embedded_redis_url()
 os.environ.setdefault("MUMA_ACTIVATION__NOISE_ENABLED", "false")
+# One database holds every test's episodes, many left queued on purpose (idle brokers):
+# their sum is no backlog of a real service. test_capture_backlog sets its own limit.
+os.environ.setdefault("MUMA_PIPELINE__MAX_BACKLOG", "0")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

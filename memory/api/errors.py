@@ -54,12 +54,27 @@ ERROR_BODY: dict[str, Any] = {
 }
 
 
+# A capture route's answer while the workers are behind (memory.episodes.backlog).
+OVERLOADED_RESPONSE: dict[int | str, dict[str, Any]] = {
+    429: {
+        "description": "The workers are behind: nothing was stored; send again after "
+        "the Retry-After header's seconds.",
+        "headers": {"Retry-After": {"schema": {"type": "integer"}}},
+        "content": {
+            "application/json": {"schema": {"$ref": "#/components/schemas/HTTPValidationError"}}
+        },
+    }
+}
+
+
 def install_error_handlers(app: FastAPI) -> None:
     _document_error_body(app)
 
     @app.exception_handler(MemoryServiceError)
     async def _domain_error(_: Request, exc: MemoryServiceError) -> JSONResponse:
-        headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, AuthenticationError) else None
+        headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, AuthenticationError) else {}
+        if exc.retry_after_seconds is not None:
+            headers["Retry-After"] = str(exc.retry_after_seconds)
         if exc.status_code >= 500:
             log.warning("service error: %s", exc.message)
         return JSONResponse(exc.to_dict(), status_code=exc.status_code, headers=headers)

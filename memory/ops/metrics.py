@@ -35,8 +35,10 @@ from prometheus_client.registry import Collector
 from sqlalchemy import case, func, or_, select
 from sqlalchemy.orm import Session
 
+from memory.config import get_settings
 from memory.conflicts.models import Conflict
 from memory.db import session_scope
+from memory.episodes.backlog import measure_backlog
 from memory.episodes.models import Episode
 from memory.notes.models import Note
 from memory.ops.health import queue_depths
@@ -174,7 +176,7 @@ def _database_families(session: Session, tenant_id: str) -> list[Metric]:
     conflict_counts.update(_grouped(session, Conflict.status, Conflict.tenant_id == tenant_id))
     for status, n in conflict_counts.items():
         conflicts.add_metric([status], n)
-    families: list[Metric] = [episodes, letters, notes, conflicts]
+    families: list[Metric] = [episodes, letters, notes, conflicts, *_backlog_families(session)]
     for family in OUTCOME_FAMILIES:
         counter = CounterMetricFamily(
             f"muma_{family}_outcomes", f"{family.title()} outcomes (audit log).", labels=["outcome"]
@@ -182,6 +184,31 @@ def _database_families(session: Session, tenant_id: str) -> list[Metric]:
         for outcome, n in sorted(_outcomes(session, tenant_id, family).items()):
             counter.add_metric([outcome], n)
         families.append(counter)
+    return families
+
+
+def _backlog_families(session: Session) -> list[Metric]:
+    """Service-wide, like the queue depths: captures wait for every tenant's workers."""
+    backlog = measure_backlog(
+        session=session, limit=get_settings().pipeline.max_backlog, exact=True
+    )
+    queued = GaugeMetricFamily(
+        "muma_capture_backlog", "Episodes waiting for extraction (service-wide)."
+    )
+    queued.add_metric([], backlog.queued)
+    limit = GaugeMetricFamily(
+        "muma_capture_backlog_limit", "Backlog at which captures are answered 429 (0: never)."
+    )
+    limit.add_metric([], backlog.limit)
+    families: list[Metric] = [queued, limit]
+    drain = backlog.drain_seconds
+    if drain is not None:
+        seconds = GaugeMetricFamily(
+            "muma_capture_backlog_drain_seconds",
+            "Seconds to drain the backlog at the last minute's pace.",
+        )
+        seconds.add_metric([], drain)
+        families.append(seconds)
     return families
 
 

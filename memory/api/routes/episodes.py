@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from memory.api.deps import PrincipalDep
-from memory.api.errors import validation_problem
+from memory.api.errors import OVERLOADED_RESPONSE, validation_problem
 from memory.api.identity import require_writer
 from memory.api.schemas import (
     MAX_BATCH,
@@ -23,7 +23,9 @@ from memory.api.schemas import (
     HugeInteger,
     RejectedEpisode,
 )
+from memory.config import get_settings
 from memory.db import session_scope
+from memory.episodes.backlog import require_capacity
 from memory.episodes.service import EpisodeInput, capture_episodes
 from memory.errors import InvalidInputError
 from memory.trust.origin import declared_origin
@@ -115,6 +117,7 @@ def _parse_items(items: list[Any]) -> ParsedEpisodes:
     "/v1/episodes",
     status_code=202,
     response_model=EpisodeIds,
+    responses=OVERLOADED_RESPONSE,
     openapi_extra={
         "requestBody": {"required": True, "content": {"application/json": {"schema": _BODY_SCHEMA}}}
     },
@@ -159,4 +162,5 @@ def _capture(tenant_id: str, inputs: list[EpisodeInput]) -> list[tuple[uuid.UUID
     # One INSERT (atomic on its own) stores the whole batch: autocommit spares the
     # acknowledgement two round trips (the idempotency look-up after it only reads).
     with session_scope(autocommit=True) as session:
+        require_capacity(session=session, limit=get_settings().pipeline.max_backlog)
         return capture_episodes(session=session, tenant_id=tenant_id, episodes=inputs)

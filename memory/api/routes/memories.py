@@ -10,6 +10,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
 from memory.api.deps import PrincipalDep
+from memory.api.errors import OVERLOADED_RESPONSE
 from memory.api.identity import require_writer, resolve_viewer
 from memory.api.schemas import (
     ForgetOut,
@@ -23,6 +24,7 @@ from memory.api.serialize import note_out
 from memory.clients.redis import get_redis
 from memory.config import get_settings
 from memory.db import session_scope
+from memory.episodes.backlog import require_capacity
 from memory.episodes.service import EpisodeInput, capture_episodes
 from memory.erasure.forget import forget_located, locate_memory
 from memory.erasure.outside import purge_outside
@@ -39,7 +41,7 @@ WAIT_POLL_SECONDS = 0.05
     "/v1/memories",
     status_code=202,
     response_model=MemoryAccepted,
-    responses={201: {"model": MemoryWritten}},
+    responses={201: {"model": MemoryWritten}, **OVERLOADED_RESPONSE},
 )
 def write_memory(
     body: MemoryIn,
@@ -64,6 +66,7 @@ def write_memory(
         origin=declared_origin(body.origin),
     )
     with session_scope() as session:
+        require_capacity(session=session, limit=get_settings().pipeline.max_backlog)
         [(episode_id, _)] = capture_episodes(
             session=session, tenant_id=principal.tenant_id, episodes=[episode]
         )

@@ -2,8 +2,8 @@
 
 A token bound to a user sees and retries only that user's part: its episodes, and the
 dead letters of its episodes (another user's letter answers 404, its existence hidden).
-Queue depths span every user of the service and cannot be narrowed to one, so a bound
-token gets none (`queues` is empty).
+Queue depths and the capture backlog span every user of the service and cannot be
+narrowed to one, so a bound token gets neither (`queues` is empty, `backlog` absent).
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from sqlalchemy.orm import Session
 
 from memory.access.tokens import Principal
 from memory.api.deps import PrincipalDep, require_roles
+from memory.config import get_settings
 from memory.db import scoped_session_for, session_scope
+from memory.episodes.backlog import Backlog, measure_backlog
 from memory.episodes.service import pipeline_counts
 from memory.ops.dead_letters import count_dead_letters, list_dead_letters, mark_for_retry
 from memory.ops.health import queue_depths
@@ -48,7 +50,28 @@ def get_pipeline(principal: PrincipalDep) -> dict[str, Any]:
     with session_scope() as session:
         counts = pipeline_counts(session=session, tenant_id=principal.tenant_id)
         dead = count_dead_letters(session=session, tenant_id=principal.tenant_id)
-    return {"episodes": counts, "dead_letters": dead, "queues": queue_depths()}
+        backlog = measure_backlog(
+            session=session, limit=get_settings().pipeline.max_backlog, exact=True
+        )
+    return {
+        "episodes": counts,
+        "dead_letters": dead,
+        "queues": queue_depths(),
+        "backlog": backlog_report(backlog),
+    }
+
+
+def backlog_report(backlog: Backlog) -> dict[str, Any]:
+    """The service-wide backlog: episodes waiting, the limit past which captures are
+    answered 429, whether it is reached, and the seconds it takes to drain (None when
+    nothing finished in the last minute)."""
+    drain = backlog.drain_seconds
+    return {
+        "queued": backlog.queued,
+        "limit": backlog.limit,
+        "full": backlog.full,
+        "drain_seconds": None if drain is None else round(drain, 1),
+    }
 
 
 @router.get("/v1/dead-letters")
