@@ -9,18 +9,24 @@ from memory.activation.service import record_access_batch as record_access_batch
 from memory.activation.service import record_note_accesses
 from memory.config import get_settings
 from memory.episodes.service import requeue_candidates
-from tasks.app import app
+from memory.ops.health import queue_depths
+from tasks.app import TASK_ROUTES, app
 from tasks.base import DbTask
 
 
 @app.task(base=DbTask, bind=True, name="tasks.maintenance.requeue_stuck_episodes")
 def requeue_stuck_episodes(self: DbTask) -> int:
-    """Re-enqueue episodes left `queued` (e.g. captured while Redis was down)."""
+    """Re-enqueue episodes left `queued` (e.g. captured while Redis was down); those
+    published before are re-sent only when no extraction message waits (their own is
+    gone, not behind others)."""
     from tasks.pipeline import enqueue_episodes
 
     stuck_after = get_settings().pipeline.stuck_after_seconds
+    waiting = queue_depths().get(TASK_ROUTES["tasks.pipeline.process_episodes"]["queue"])
     with self.session() as session:
-        episode_ids = requeue_candidates(session=session, stuck_after_seconds=stuck_after)
+        episode_ids = requeue_candidates(
+            session=session, stuck_after_seconds=stuck_after, messages_waiting=bool(waiting)
+        )
     return len(enqueue_episodes(episode_ids))
 
 

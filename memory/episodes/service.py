@@ -183,20 +183,30 @@ def mark_enqueued(*, session: Session, episode_ids: Sequence[uuid.UUID]) -> None
 
 
 def requeue_candidates(
-    *, session: Session, stuck_after_seconds: int, limit: int = 500
+    *,
+    session: Session,
+    stuck_after_seconds: int,
+    limit: int = 500,
+    messages_waiting: bool = False,
 ) -> list[uuid.UUID]:
     """Claim episodes that need (re-)publishing and stamp them, so one sweep takes each.
 
-    `queued` ones never published or published long ago (captured while Redis was down),
-    and `processing` ones idle for longer than the threshold (their worker died).
+    `queued` ones never published (captured while Redis was down) or published long ago,
+    and `processing` ones idle for longer than the threshold (their worker died). While
+    `messages_waiting` (the extraction queue holds messages: the workers are behind), an
+    episode published long ago is only waiting its turn, not lost, and is left alone:
+    re-publishing it would add a message that finds it done.
     """
     cutoff = utcnow() - timedelta(seconds=stuck_after_seconds)
+    published_long_ago = Episode.enqueued_at < cutoff
+    lost = Episode.enqueued_at.is_(None)
+    if not messages_waiting:
+        lost = lost | published_long_ago
     query = (
         select(Episode.id)
         .where(
             or_(
-                (Episode.status == "queued")
-                & (Episode.enqueued_at.is_(None) | (Episode.enqueued_at < cutoff)),
+                (Episode.status == "queued") & lost,
                 (Episode.status == "processing")
                 & (Episode.updated_at < cutoff)
                 & (Episode.enqueued_at.is_(None) | (Episode.enqueued_at < cutoff)),
