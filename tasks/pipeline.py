@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from memory.clients.embedder import get_embedder
-from memory.clients.llm import LlmClient, get_llm_client
+from memory.clients.llm import LlmClient, LlmOutputError, get_llm_client
 from memory.clients.redis import get_redis
 from memory.clients.sparse_encoder import get_sparse_encoder
 from memory.commons.events import publish_events
@@ -163,15 +163,19 @@ def embed_notes(self: DbTask) -> int:
 def decide(self: DbTask, note_ids: list[str]) -> int:
     """Stages 4-5: retrieve similar notes and decide ADD/UPDATE/DELETE/NOOP."""
     settings = get_settings()
+    invalid: dict[uuid.UUID, LlmOutputError] = {}
     with self.session() as session:
         outcomes = decide_notes(
             session=session,
             note_ids=[uuid.UUID(i) for i in note_ids],
             settings=settings,
             llm=get_llm_client(settings),
+            invalid=invalid,
         )
         events = note_event_payloads(session=session, outcomes=outcomes)
     publish_events(events)
+    for note_id, exc in invalid.items():  # dead-lettered alone, after the others committed
+        self.dead_letter([[str(note_id)]], {}, exc, "".join(traceback.format_exception(exc)))
     created = [
         str(o.active_id) for o in outcomes if o.active_id and o.decision.action in ("ADD", "UPDATE")
     ]

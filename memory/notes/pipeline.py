@@ -25,7 +25,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from memory.access.audience import Audience, audience_key
 from memory.activation.model import record_access
-from memory.clients.llm import LlmClient
+from memory.clients.llm import LlmClient, LlmOutputError
 from memory.config import Settings
 from memory.db import CompiledStatement
 from memory.episodes.pipeline import finish_episodes
@@ -59,10 +59,19 @@ class Outcome:
 
 
 def decide_notes(
-    *, session: Session, note_ids: Sequence[uuid.UUID], settings: Settings, llm: LlmClient | None
+    *,
+    session: Session,
+    note_ids: Sequence[uuid.UUID],
+    settings: Settings,
+    llm: LlmClient | None,
+    invalid: dict[uuid.UUID, LlmOutputError] | None = None,
 ) -> list[Outcome]:
     """Decide every still-pending, embedded note among `note_ids`; finish their episodes;
-    refresh the window vectors of their turns and the turns around them."""
+    refresh the window vectors of their turns and the turns around them.
+
+    A note whose model answer is invalid even after a repair raises LlmOutputError, or,
+    given `invalid`, is left pending and recorded there while the others are decided:
+    a batch holds several users' notes, and one bad answer must not fail the rest."""
     # Session locks before note locks: a concurrent refresh of a neighbouring batch holds
     # rows this claim would otherwise skip (memory.notes.window).
     seeds = lock_note_windows(session=session, note_ids=note_ids)
@@ -95,7 +104,13 @@ def decide_notes(
             c for c in batch.for_note(note) if (audience_key(c.audience), c.standing) == own
         ]
         if llm is not None:
-            decision = decide_with_llm(llm, note.content, candidates)
+            try:
+                decision = decide_with_llm(llm, note.content, candidates)
+            except LlmOutputError as exc:
+                if invalid is None:
+                    raise
+                invalid[note.id] = exc
+                continue
         else:
             decision = decide_by_rules(note.content, note.speaker, candidates, settings.pipeline)
         active_id = _apply(session, note, decision, episode_ids, windows)

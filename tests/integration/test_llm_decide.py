@@ -305,6 +305,35 @@ def test_the_decide_dead_letter_names_the_error_and_keeps_the_last_model_output(
     assert f"last model output: {BROKEN}" in error
 
 
+def test_an_invalid_answer_fails_its_own_note_only_the_rest_of_the_batch_is_decided(
+    stack: Stack, tenant_id: str
+) -> None:
+    """One decide task holds both users' new notes; the model answers one badly twice."""
+    bad_user, good_user = f"u-{uuid.uuid4().hex[:10]}", f"u-{uuid.uuid4().hex[:10]}"
+    bad_new, good_new = "Alice's gym closes at nine now.", "Alice's cat eats twice a day now."
+    stack.script.decisions[bad_new] = BROKEN
+    _process(stack, tenant_id, bad_user, "Alice's gym closes at ten.")
+    _process(stack, tenant_id, good_user, "Alice's cat eats once a day.")
+    turns = [
+        EpisodeInput(user_id=bad_user, content=bad_new, **TURN),
+        EpisodeInput(user_id=good_user, content=good_new, **TURN),
+    ]
+    with session_scope() as session:
+        bad, good = (
+            i for i, _ in capture_episodes(session=session, tenant_id=tenant_id, episodes=turns)
+        )
+    stack.producer.send_task("tasks.pipeline.process_episodes", args=[[str(bad), str(good)]])
+    wait_for_episodes([bad, good], timeout=60)
+    assert len(_requests(stack, DECIDE_SYSTEM, good_new)) == 1  # its answer was valid
+    assert _episode(good).status == "done" and _note_of(good).status == "active"
+    assert _episode(bad).status == "failed" and _note_of(bad).status == "pending"
+    with session_scope() as session:
+        letters = list(
+            session.scalars(select(DeadLetter).where(DeadLetter.episode_id.in_([bad, good])))
+        )
+    assert [(d.episode_id, d.args) for d in letters] == [(bad, [[str(_note_of(bad).id)]])]
+
+
 def test_linking_enqueues_llm_evolution_that_rewrites_the_neighbours_context_and_tags(
     stack: Stack, tenant_id: str, user_id: str
 ) -> None:

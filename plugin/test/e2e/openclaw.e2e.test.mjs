@@ -389,12 +389,13 @@ test(`[real] another tool's result comes back in the session's next prompt and i
   const searched = await turn(session, "Search memory for billing database port.");
   assert.equal(searched.requests[0].answer.toolCall?.name, "memory_query");
   assert.match(toolTextOf(searched), /From this session \(not yet in long-term memory\):\n(- .*\n)*- read\(.*port 6543/);
-  // Another user's prompt in a session of the same name never sees it.
+  // Another user's prompt in a session of the same name never sees it (the number as a
+  // word: a random session id in the prompt may hold its digits).
   const other = await turn(`user:${U2}:session-w`, "Which port does the billing database listen on?");
-  assert.doesNotMatch(lastUserText(other.requests[0].body.messages), /6543/);
+  assert.doesNotMatch(lastUserText(other.requests[0].body.messages), /\b6543\b/);
   const otherSearch = await turn(`user:${U2}:session-w`, "Search memory for billing database port.");
   assert.equal(otherSearch.requests[0].answer.toolCall?.name, "memory_query");
-  assert.doesNotMatch(toolTextOf(otherSearch), /6543/);
+  assert.doesNotMatch(toolTextOf(otherSearch), /\b6543\b/);
 });
 
 test(`[fake] a hanging/failing service never blocks or breaks a turn`, { skip: REAL && "needs the fake service" }, async () => {
