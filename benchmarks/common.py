@@ -12,6 +12,7 @@ import math
 import os
 import platform
 import subprocess
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -186,3 +187,16 @@ def markdown_table(rows: Iterable[Row]) -> str:
     lines = ["| metric | value | target | |", "|---|---:|---|---|"]
     lines += [f"| {r.metric} | {r.value} | {r.target} | {r.verdict} |" for r in rows]
     return "\n".join(lines)
+
+
+def post_captures(client: Any, body: dict[str, Any], *, attempts: int = 60) -> Any:
+    """POST /v1/episodes as a bulk importer should: a 429 (the workers are behind,
+    `pipeline.max_backlog`) is sent again after its Retry-After, with the same
+    idempotency keys; any other error is raised. Returns the accepted response."""
+    for _ in range(attempts):
+        response = client.post("/v1/episodes", json=body)
+        if response.status_code != 429:
+            response.raise_for_status()
+            return response
+        time.sleep(float(response.headers.get("Retry-After", "1")))
+    raise RuntimeError(f"POST /v1/episodes still 429 after {attempts} attempts")

@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 
+from benchmarks.common import post_captures
 from benchmarks.pipeline_probe import DonePoller
 
 
@@ -65,6 +66,5 @@ def post_batch(
 ) -> tuple[float, float, list[str]]:
     wall = time.time()
     started = time.perf_counter()
-    response = client.post("/v1/episodes", json={"episodes": bodies})
-    response.raise_for_status()
+    response = post_captures(client, {"episodes": bodies})
     return wall, time.perf_counter() - started, response.json()["episode_ids"]

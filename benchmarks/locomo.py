@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from benchmarks.common import Row, fmt, percentile, print_table, write_results
+from benchmarks.common import Row, fmt, percentile, post_captures, print_table, write_results
 from benchmarks.locomo_data import (
     CATEGORIES,
     DEFAULT_DATA,
@@ -60,8 +60,7 @@ def ingest(stack: BenchStack, turns: list[Turn], batch: int = 100) -> float:
         for _, items in sorted(by_session.items()):
             for start in range(0, len(items), batch):
                 body = {"episodes": [_episode(t) for t in items[start : start + batch]]}
-                response = client.post("/v1/episodes", json=body)
-                response.raise_for_status()
+                post_captures(client, body)
         _wait_drained(client)
     return time.perf_counter() - started
 
