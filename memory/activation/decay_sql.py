@@ -86,7 +86,8 @@ ORDER BY c.id
 # Given notes, re-scored, with what acting on them needs.
 _CLAIM = f"""
 SELECT n.id, n.lineage_id, n.tenant_id, n.user_id, n.agent_id, n.visibility, n.domain,
-       n.kind, n.content, n.index_text, n.window_text, s.strength, r.rule
+       n.kind, n.content, n.index_text, n.window_text, n.index_terms, n.window_terms,
+       n.term_count, n.window_term_count, s.strength, r.rule
 FROM notes AS n {_HISTORY} {_STRENGTH} {_RULE}
 WHERE n.id = ANY(:ids) AND {_SCOPE} AND r.rule IS NOT NULL
 ORDER BY n.id

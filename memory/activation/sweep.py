@@ -89,8 +89,8 @@ def _apply(
 def _archive(session: Session, rows: Sequence[Any], now: datetime) -> None:
     """Active → archived in one UPDATE; the notes' terms leave the BM25 statistics first.
 
-    The claimed rows carry every attribute note_terms reads (tenant, user, index_text,
-    content, window_text). The row update re-inserts the row into every index (status
+    The claimed rows carry every attribute unindexing reads (tenant, user, the stored
+    terms and their counts). The row update re-inserts the row into every index (status
     is indexed, so no HOT update), including both HNSW graphs: that dominates the cost.
     """
     unindex_note_terms(session=session, notes=rows)

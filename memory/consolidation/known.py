@@ -34,6 +34,11 @@ class KnownNote:
     content: str
     index_text: str | None
     window_text: str | None
+    # What the BM25 statistics count for it (memory.notes.lexicon), to unindex it.
+    index_terms: str | None
+    window_terms: str | None
+    term_count: int | None
+    window_term_count: int | None
     access_times: list[datetime]
     access_count: int
     first_access_at: datetime | None
@@ -45,6 +50,7 @@ class KnownNote:
 _KNOWN = """
 SELECT k.id, k.lineage_id, k.version, k.tenant_id, k.user_id, k.agent_id, k.visibility,
        k.domain, k.embedding_model, k.pinned, k.content, k.index_text, k.window_text,
+       k.index_terms, k.window_terms, k.term_count, k.window_term_count,
        k.access_times, k.access_count, k.first_access_at, k.half_life_hours,
        array_agg(s.id) AS source_ids, array_agg(s.lineage_id) AS lineages
 FROM notes AS k
