@@ -249,10 +249,8 @@ def reanalyse_note_terms(*, session: Session, note: Note, counted: bool) -> bool
     (active and current), its statistics move from the stored terms to the new ones.
     Whether anything changed."""
     terms = note_terms(note)
-    columns = _term_columns(terms)
-    stored = _stored(note)
-    fresh = _analysed(terms)
-    if stored == fresh and note.index_terms == columns["index_terms"]:
+    stored, fresh = _stored(note), _analysed(terms)
+    if stored == fresh:  # the same terms and lengths: nothing to write
         return False
     if counted:
         _count(session, note, stored, -1)
