@@ -31,7 +31,8 @@ def knowledge(*ns: int, visibility: str = "open") -> KnownNote:
     return KnownNote(
         id=note_id, lineage_id=note_id, version=1, tenant_id="t", user_id="u", agent_id="a",
         visibility=visibility, domain="general", embedding_model="m", pinned=False,
-        content="k", index_text=None, window_text=None, access_times=[], access_count=0,
+        content="k", index_text=None, window_text=None, index_terms=None, window_terms=None,
+        term_count=0, window_term_count=0, access_times=[], access_count=0,
         first_access_at=None, half_life_hours=672.0, source_ids=ids, lineages=ids,
     )  # fmt: skip
 
