@@ -42,11 +42,16 @@ def head_revision() -> str | None:
 
 
 def rebuild_derived(
-    report: Callable[[str], None] | None = None, *, sessions_per_batch: int = 50
+    report: Callable[[str], None] | None = None,
+    *,
+    sessions_per_batch: int = 50,
+    max_seconds: float | None = None,
 ) -> int:
     """Rebuild every note derived under an earlier rule (memory.notes.rederive), batch by
     batch, each in its own transaction; return how many notes were rebuilt. Resumable:
-    an interrupted run leaves whole batches done and the next run takes the rest."""
+    an interrupted run leaves whole batches done and the next run takes the rest. With
+    `max_seconds`, no batch starts after that long: the rest is left to the next run (the
+    maintenance queue's `tasks.maintenance.rebuild_derived`)."""
     from memory.db import session_scope
     from memory.notes.rederive import count_stale_derived, rebuild_derived_batch
 
@@ -57,7 +62,12 @@ def rebuild_derived(
     done, last_report = 0, time.monotonic()
     if report:
         report(f"rebuilding derived data of {total:,} notes (windows, evolved words)")
+    started = time.monotonic()
     while True:
+        if max_seconds is not None and time.monotonic() - started >= max_seconds:
+            if report:
+                report(f"rebuilt {done:,} of {total:,} notes; the workers rebuild the rest")
+            return done
         with session_scope() as session:
             batch = rebuild_derived_batch(session=session, sessions=sessions_per_batch)
         if batch.sessions == 0:
@@ -69,3 +79,12 @@ def rebuild_derived(
     if report:
         report(f"rebuilt derived data of {done:,} notes")
     return done
+
+
+def derived_left() -> int:
+    """Notes still waiting for the derived-data rebuild."""
+    from memory.db import session_scope
+    from memory.notes.rederive import count_stale_derived
+
+    with session_scope() as session:
+        return count_stale_derived(session=session)

@@ -138,6 +138,21 @@ def run_up(settings: Settings, options: UpOptions, report: Reporter) -> int:
     return 0
 
 
+STARTUP_REBUILD_SECONDS = 60.0
+
+
+def _continue_rebuild(report: Reporter) -> None:
+    """Hand the rest of the derived-data rebuild to the workers (the hourly beat entry
+    takes it up too, should this message be lost)."""
+    from tasks.maintenance import rebuild_derived as rebuild_task
+
+    try:
+        rebuild_task.apply_async(retry=False)
+        report("the workers rebuild the remaining notes in the background")
+    except Exception as exc:  # kombu raises several types for a broker not up yet
+        report(f"the hourly maintenance rebuilds the remaining notes ({exc})")
+
+
 def _start(
     supervisor: Supervisor,
     pre: list[ProcessSpec],
@@ -146,15 +161,19 @@ def _start(
     options: UpOptions,
     report: Reporter,
 ) -> None:
-    from memory.ops.migrations import rebuild_derived, upgrade_database
+    from memory.ops.migrations import derived_left, rebuild_derived, upgrade_database
 
     supervisor.start({spec.name for spec in pre})
     if pre:
         wait_for_redis(env["MUMA_REDIS_URL"], timeout=15)
     report("applying migrations")
     upgrade_database()
-    rebuild_derived(report)
+    # A large store's rebuild takes hours (100,000 notes: benchmarks/README.md, "The
+    # upgrade's rebuild"): the service starts after a minute of it and the workers finish.
+    rebuild_derived(report, max_seconds=STARTUP_REBUILD_SECONDS)
     supervisor.start()
+    if derived_left():
+        _continue_rebuild(report)
     api_url = f"http://{options.host}:{options.port}"
     credentials, created = ensure_credentials(
         settings.credentials_path, tenant_id=settings.tenant_id, api_url=api_url

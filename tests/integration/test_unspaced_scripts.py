@@ -148,3 +148,19 @@ def test_unindexing_counts_what_the_note_stores_not_a_fresh_analysis(
         unindex_note_terms(session=session, notes=[stored])
         stored.status = "archived"
     assert _lexicon(tenant_id, user_id) == Counter()
+
+
+def test_a_bounded_rebuild_leaves_the_rest_to_the_workers(
+    database_url: str, tenant_id: str, user_id: str
+) -> None:
+    """`muma up` rebuilds for a minute at most, then starts; what is left stays marked."""
+    from memory.ops.migrations import derived_left, rebuild_derived
+
+    with session_scope() as session:
+        note = new_note(tenant_id, user_id, "我每天早上喝一杯乌龙茶。", derived_version=1)
+        session.add(note)
+    lines: list[str] = []
+    assert rebuild_derived(lines.append, max_seconds=0) == 0
+    assert derived_left() >= 1 and "the workers rebuild the rest" in lines[-1]
+    rebuild_derived(lines.append)
+    assert derived_left() == 0
