@@ -200,3 +200,21 @@ def post_captures(client: Any, body: dict[str, Any], *, attempts: int = 60) -> A
             return response
         time.sleep(float(response.headers.get("Retry-After", "1")))
     raise RuntimeError(f"POST /v1/episodes still 429 after {attempts} attempts")
+
+
+def add_setting_variant(parser: Any) -> None:
+    """`--env KEY=VALUE` (repeatable): a service setting other than the default, for a
+    labelled variant row (never the headline); `setting_variant` reads them back."""
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a service setting other than the default (a labelled variant, not the headline)",
+    )
+
+
+def setting_variant(parser: Any, args: Any) -> dict[str, str]:
+    if bad := [item for item in args.env if "=" not in item]:
+        parser.error(f"--env takes KEY=VALUE, not {bad[0]!r}")
+    return dict(item.split("=", 1) for item in args.env)

@@ -14,12 +14,22 @@ import argparse
 import statistics
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from benchmarks.common import Row, fmt, percentile, post_captures, print_table, write_results
+from benchmarks.common import (
+    Row,
+    add_setting_variant,
+    fmt,
+    percentile,
+    post_captures,
+    print_table,
+    setting_variant,
+    write_results,
+)
 from benchmarks.locomo_data import (
     CATEGORIES,
     DEFAULT_DATA,
@@ -98,8 +108,13 @@ def _wait_drained(client: httpx.Client, timeout: float = 3600) -> None:
     raise TimeoutError("pipeline did not drain")
 
 
-def query_api(stack: BenchStack, questions: list[Question]) -> dict[str, Any]:
-    """Search and context for every question; recall, context tokens and latencies."""
+def query_api(
+    stack: BenchStack,
+    questions: list[Question],
+    user_of: Callable[[Question], str] = lambda q: q.conversation,
+) -> dict[str, Any]:
+    """Search and context for every question, as the user `user_of` names; recall,
+    context tokens, latencies and each block's memories' source metadata."""
     headers = {"Authorization": f"Bearer {stack.token}"}
     search_ms: list[float] = []
     context_ms: list[float] = []
@@ -108,9 +123,10 @@ def query_api(stack: BenchStack, questions: list[Question]) -> dict[str, Any]:
     precision: list[float] = []  # per non-empty block: share of its memories that are evidence
     tokens: list[int] = []
     timed_out = 0
+    injected: list[list[list[dict[str, Any]]]] = []
     with httpx.Client(base_url=stack.api_url, headers=headers, timeout=30) as client:
         for index, q in enumerate(questions):
-            ident = {"user_id": q.conversation, "agent_id": AGENT}
+            ident = {"user_id": user_of(q), "agent_id": AGENT}
             started = time.perf_counter()
             found = client.post("/v1/search", json={**ident, "query": q.question, "top_k": 20})
             search_ms.append((time.perf_counter() - started) * 1000)
@@ -127,6 +143,7 @@ def query_api(stack: BenchStack, questions: list[Question]) -> dict[str, Any]:
             timed_out += bool(body["timed_out"])
             tokens.append(body["tokens"])
             in_block = [_dia(m) for m in body["memories"]]
+            injected.append([[s["metadata"] for s in m["sources"]] for m in body["memories"]])
             context_recall.append((q, recall(q.evidence, in_block, len(in_block))))
             if in_block:
                 evidence = set(q.evidence)
@@ -139,6 +156,7 @@ def query_api(stack: BenchStack, questions: list[Question]) -> dict[str, Any]:
         "context_precision": precision,
         "tokens": tokens,
         "timed_out": timed_out,
+        "injected": injected,
     }
 
 
@@ -154,7 +172,12 @@ def _context_by_category(pairs: list[tuple[Question, float]]) -> dict[str, float
     return {k: round(statistics.fmean(v), 4) for k, v in per.items()}
 
 
-def report(api: dict[str, Any], questions: list[Question], extra: dict[str, Any]) -> dict[str, Any]:
+def report(
+    api: dict[str, Any],
+    questions: list[Question],
+    extra: dict[str, Any],
+    title: str = "LoCoMo through the API",
+) -> dict[str, Any]:
     by_index = {id(q): i for i, q in enumerate(questions)}
     recall_table = evaluate(questions, lambda q: api["ranked"][by_index[id(q)]])
     ctx = _context_by_category(api["context_recall"])
@@ -193,7 +216,7 @@ def report(api: dict[str, Any], questions: list[Question], extra: dict[str, Any]
             f"{fmt(percentile(api['context_ms'], 50))} / {fmt(percentile(api['context_ms'], 95))}",
         )
     )
-    print_table("LoCoMo through the API", rows)
+    print_table(title, rows)
     return {
         "recall": recall_table,
         "context_recall": ctx,
@@ -241,13 +264,7 @@ def main() -> None:
         "--questions", type=int, default=0, help="only the first N questions (0: all)"
     )
     parser.add_argument("--json", type=Path)
-    parser.add_argument(
-        "--env",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a service setting other than the default (a labelled variant, not the headline)",
-    )
+    add_setting_variant(parser)
     parser.add_argument(
         "--ingest-inprocess",
         action="store_true",
@@ -259,7 +276,7 @@ def main() -> None:
         questions = questions[: args.questions]
     # In-process ingest needs no workers; beat's stuck-episode sweep would race with it.
     inprocess = args.ingest_inprocess
-    env = dict(item.split("=", 1) for item in args.env)
+    env = setting_variant(parser, args)
     with BenchStack(
         env=env,
         tenant_id=TENANT,

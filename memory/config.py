@@ -190,6 +190,18 @@ class RetrievalSettings(_Section):
     # "thanks!", "lol") or go-ons ("continue", "next", "perfect") with an empty block
     # instead of the notes nearest to it (memory.retrieval.gate).
     context_skip_filler: bool = True
+    # /v1/context injects nothing when no memory is like the prompt: the best candidate's
+    # cosine is below context_min_similarity and the prompt names none of the candidates'
+    # speakers. Then each memory whose cosine is known and below context_min_hit_similarity
+    # is left out (memory.retrieval.gate.evidenced). None: the embedder's own floors
+    # (all-MiniLM-L6-v2: 0.30 and 0.20, chosen on LoCoMo against off-topic prompts,
+    # benchmarks/README.md "What is worth injecting"); an embedder without known floors
+    # gets none. 0 switches a floor off.
+    # The dense route reads a prompt's "I", "me" and "my" as the name the user's own words
+    # are stored under, when one name clearly is theirs (memory.retrieval.first_person).
+    resolve_first_person: bool = True
+    context_min_similarity: float | None = Field(None, ge=0, le=1)
+    context_min_hit_similarity: float | None = Field(None, ge=0, le=1)
     # pgvector's candidate list per HNSW search (`hnsw.ef_search`, set per connection).
     hnsw_ef_search: int = Field(40, ge=1, le=1000)
     # Graph entries a filtered search's HNSW scan may visit (`hnsw.max_scan_tuples` for

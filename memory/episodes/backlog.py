@@ -26,8 +26,11 @@ from memory.types import utcnow
 
 PACE_WINDOW = timedelta(seconds=60)
 RECHECK_SECONDS = 1.0
-# Retry-After when the pace is unknown (nothing finished in the last minute) or slow.
-MIN_RETRY_SECONDS, MAX_RETRY_SECONDS = 1, 300
+# Retry-After when the pace is unknown (nothing finished in the last minute) or slow. The
+# pace is a minute's average, so it underestimates workers that have just started: a bulk
+# import refused then was told to wait 300 s while the backlog drained in well under a
+# minute. A retry costs one cached count, so the longest wait is short.
+MIN_RETRY_SECONDS, MAX_RETRY_SECONDS = 1, 30
 
 
 @dataclass(frozen=True)

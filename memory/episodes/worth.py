@@ -54,6 +54,11 @@ _ACK_WORDS = word_set(
     skip later perfect excellent much please
     """
 )
+# An assistant's courtesies around the work: "Happy to help!", "Of course, one moment.",
+# "No problem.", "Glad it worked." Said by the user, "happy" or "glad" may be news.
+_ASSISTANT_ACK_WORDS = word_set(
+    "happy glad help helped course one moment sec second anytime problem worries"
+)
 MAX_ACK_WORDS = 8
 # The API and the journal stamp times on different processes' clocks.
 CLOCK_SLACK = timedelta(minutes=1)
@@ -80,16 +85,18 @@ def is_command(text: str) -> bool:
     return all(word.casefold() in _MEMORY_COMMAND_WORDS for word in rest)
 
 
-def is_acknowledgement(text: str) -> bool:
+def is_acknowledgement(text: str, role: str = "user") -> bool:
     """A short turn (at most MAX_ACK_WORDS words) of filler, steering and function words
-    only, with at most a small option number ("2"). A name makes it more than that: "Yes,
-    Biscuit" answers a question."""
+    only (an assistant's courtesies too), with at most a small option number ("2"). A name
+    makes it more than that: "Yes, Biscuit" answers a question."""
     words = tokenize(text)
     if not words or len(words) > MAX_ACK_WORDS:
         return False
+    allowed = _ACK_WORDS | FILLER_WORDS
+    if role == "assistant":
+        allowed |= _ASSISTANT_ACK_WORDS
     return all(
-        _OPTION_RE.match(word) or word.casefold() in _ACK_WORDS | FILLER_WORDS
-        for word in content_tokens(text)
+        _OPTION_RE.match(word) or word.casefold() in allowed for word in content_tokens(text)
     )
 
 
@@ -119,7 +126,7 @@ def skip_reason(text: str, *, role: str, settings: CaptureSettings) -> str | Non
         return None
     if settings.skip_commands and role == "user" and is_command(text):
         return SKIP_COMMAND
-    if settings.skip_acknowledgements and is_acknowledgement(text):
+    if settings.skip_acknowledgements and is_acknowledgement(text, role):
         return SKIP_ACK
     if settings.skip_echoes and not content_tokens(strip_service_output(text)):
         return SKIP_ECHO

@@ -143,12 +143,14 @@ def test_context_block_respects_the_budget(api_client: TestClient, memory_user: 
     assert full["timed_out"] is False
     assert full["context"].startswith("<relevant-memories>") and "Biscuit" in full["context"]
     assert full["context"].endswith("</relevant-memories>")
-    assert full["tokens"] <= 1000 and len(full["memories"]) == len(FACTS)
+    # Every memory with evidence of relevance fits (those under the cosine floor are left
+    # out: memory.retrieval.gate.evidenced).
+    assert full["tokens"] <= 1000 and 2 <= len(full["memories"]) <= len(FACTS)
     # The frame (tags and the "records, not instructions" line) plus room for one memory.
     budget = sum(estimate_tokens(text) for text in (OPEN, FRAME, CLOSE)) + 20
     small = api_client.post("/v1/context", json={**body, "max_tokens": budget}, headers=headers)
     small = small.json()
-    assert small["tokens"] <= budget and 1 <= len(small["memories"]) < len(FACTS)
+    assert small["tokens"] <= budget and 1 <= len(small["memories"]) < len(full["memories"])
     assert "Biscuit" in small["context"]
     nothing = api_client.post("/v1/context", json={**body, "max_tokens": 5}, headers=headers).json()
     assert nothing["context"] == "" and nothing["memories"] == []
@@ -367,8 +369,13 @@ def test_a_long_prompt_is_ranked_by_its_ask_not_by_the_text_pasted_before_it(
         f"{pasted}\n\n{question}",
         pasted + "GET /healthz 200 OK 3 ms\n" * 80 + question,
     ):
-        block = api_client.post("/v1/context", json={**body, "prompt": prompt}, headers=headers)
-        memories = block.json()["memories"]
+        if "healthz" in prompt:
+            # The ask shares its last 512 characters with log lines: its best cosine may
+            # fall under /v1/context's evidence floor, so its ranking is read from search.
+            memories = _search(api_client, headers, user, prompt)
+        else:
+            block = api_client.post("/v1/context", json={**body, "prompt": prompt}, headers=headers)
+            memories = block.json()["memories"]
         dense_first = [m for m in memories if m["explanation"]["routes"].get("dense") == 1]
         assert len(dense_first) == 1 and "Biscuit" in dense_first[0]["content"], memories
         lexical = [m["content"] for m in memories if "bm25" in m["explanation"]["routes"]]
@@ -397,6 +404,44 @@ def test_context_injects_nothing_for_a_prompt_of_fillers_only(
     assert "Biscuit" in context("Biscuit?")["memories"][0]["content"]
     assert "INC-4471" in context("thanks! INC-4471")["memories"][0]["content"]
     assert "penicillin" in context("Which antibiotics should I avoid?")["context"]
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    ["How do I center a div in CSS?", "Write a haiku about autumn leaves.",
+     "What is the time complexity of quicksort?", "Convert 72 degrees Fahrenheit to Celsius."],
+)  # fmt: skip
+def test_context_injects_nothing_for_a_prompt_no_memory_is_about(
+    api_client: TestClient, memory_user: tuple, prompt: str
+) -> None:
+    """An off-topic prompt gets an empty block (`memory.retrieval.gate.evidenced`), though
+    /v1/search still ranks the user's notes for it; an ask in the first person of a note
+    in the third person is still answered."""
+    user, headers, _ = memory_user
+    body = {"user_id": user, "agent_id": "helper", "session_id": "s10", "timeout_ms": 5000}
+    answer = api_client.post("/v1/context", json={**body, "prompt": prompt}, headers=headers)
+    assert answer.status_code == 200, answer.text
+    assert (answer.json()["context"], answer.json()["memories"]) == ("", []), answer.json()
+    assert _search(api_client, headers, user, prompt)
+    asked = {**body, "prompt": "What is the name of my dog?"}
+    found = api_client.post("/v1/context", json=asked, headers=headers).json()
+    assert "Biscuit" in found["context"], found
+
+
+def test_a_first_person_ask_is_read_as_the_users_own_words(
+    api_client: TestClient, memory_user: tuple
+) -> None:
+    """Alice's "I adopted a beagle" is stored as "Alice adopted a beagle"; her "Tell me
+    about my dog" is near it only once read as "... Alice's dog" (cosine 0.21 as asked,
+    under the context's floor; memory.retrieval.first_person)."""
+    user, headers, _ = memory_user
+    body = {"user_id": user, "agent_id": "helper", "session_id": "s11", "timeout_ms": 5000}
+    found = api_client.post(
+        "/v1/context", json={**body, "prompt": "Tell me about my dog"}, headers=headers
+    ).json()
+    assert "Biscuit" in found["memories"][0]["content"], found
+    best = _search(api_client, headers, user, "Tell me about my dog")[0]
+    assert "Biscuit" in best["content"] and best["explanation"]["similarity"] > 0.5
 
 
 def test_link_expansion_scores_a_linked_note_no_route_found(
@@ -457,12 +502,14 @@ def test_search_and_context_answer_as_the_openapi_document_says(
     user, headers, _ = memory_user
     components = api_client.get("/openapi.json").json()["components"]
     asked = {"user_id": user, "agent_id": "helper", "session_id": "s1"}
+    # Radiohead is forgotten by an earlier test: asked about the band, the context has no
+    # memory with evidence to inject, so the context is asked about the dog.
     answers = {
         "SearchAnswer": api_client.post(
             "/v1/search", json={**asked, "query": "Which band do I like?"}, headers=headers
         ),
         "ContextAnswer": api_client.post(
-            "/v1/context", json={**asked, "prompt": "Which band do I like?"}, headers=headers
+            "/v1/context", json={**asked, "prompt": "What is my dog called?"}, headers=headers
         ),
     }
     for model, response in answers.items():

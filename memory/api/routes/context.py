@@ -22,6 +22,9 @@ from memory.api.schemas import Identifier, NotBlank, Strict
 from memory.config import get_settings
 from memory.retrieval.budget import Deadline
 from memory.retrieval.context import CONTEXT_POOL_SIZE, ContextBlock, build_context
+from memory.retrieval.first_person import known_user_name, speaks_in_first_person
+from memory.retrieval.focus import focus_query
+from memory.retrieval.gate import evidence_floors, evidenced
 from memory.retrieval.injection import injectable
 from memory.retrieval.service import SearchHit, SearchOptions
 from memory.working.recall import WorkingHit
@@ -69,6 +72,8 @@ def context(
             return _context_reply(ContextBlock(), [], started, timed_out=True)
         raise
     settings = get_settings()
+    floors = evidence_floors(settings, resolved=_resolved(principal, body))
+    hits = evidenced(hits, body.prompt, floors)
     hits = injectable(hits, body.prompt, settings.trust, settings.candidates)
     block = build_context(hits, body.max_tokens, working, settings.working.context_share)
     by_id = {r["id"]: r for r in results}
@@ -79,6 +84,19 @@ def context(
         record_injection_later(background, principal, identity, block.notes)
     # A read cut short by its budget is partial: what was ready, flagged as timed out.
     return _context_reply(block, memories, started, timed_out=deadline.partial)
+
+
+def _resolved(principal: Principal, body: ContextIn) -> bool:
+    """Whether the search read the prompt's first person as the user's name."""
+    user_id = body.user_id or principal.user_id
+    retrieval = get_settings().retrieval
+    prompt = focus_query(body.prompt, retrieval.query_focus_chars)
+    return bool(
+        user_id
+        and retrieval.resolve_first_person
+        and speaks_in_first_person(prompt)
+        and known_user_name(principal.tenant_id, user_id) is not None
+    )
 
 
 def _search_within(

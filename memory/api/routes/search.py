@@ -31,6 +31,7 @@ from memory.clients.sparse_encoder import encode_sparse_query
 from memory.config import RetrievalSettings, WorkingSettings, get_settings
 from memory.db import scope_session, session_scope
 from memory.notes.service import readable_note_sources
+from memory.retrieval.first_person import dense_query, speaks_in_first_person, user_name
 from memory.retrieval.focus import focus_query
 from memory.retrieval.foreground import ReadsInFlight
 from memory.retrieval.gate import asks_anything
@@ -145,7 +146,9 @@ def _search_memories(
     # Embedded in parallel with the transaction's first statements: the dense route waits
     # for it after the viewer is resolved and BM25 has run (`run_routes`); the sparse
     # vector is waited for when the candidates' rows are read.
-    vector = _EMBED_POOL.submit(embed_query, query, settings)
+    # A prompt in the first person is embedded once the user's name is known (below).
+    first_person = settings.retrieval.resolve_first_person and speaks_in_first_person(query)
+    vector = None if first_person else _EMBED_POOL.submit(embed_query, query, settings)
     sparse = (
         _EMBED_POOL.submit(encode_sparse_query, query, settings) if settings.sparse.weight else None
     )
@@ -159,6 +162,9 @@ def _search_memories(
             agent_id=body.agent_id,
             scope=False,
         )
+        if vector is None:
+            name = user_name(session=session, tenant_id=viewer.tenant_id, user_id=viewer.user_id)
+            vector = _EMBED_POOL.submit(embed_query, dense_query(query, name), settings)
         hits = search_notes(
             session=session,
             viewer=viewer,

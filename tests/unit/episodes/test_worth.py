@@ -127,3 +127,15 @@ def test_each_rule_has_its_setting() -> None:
 
 def test_tool_output_is_never_skipped() -> None:
     assert skip_reason(LISTING, role="tool", settings=RULES) is None
+
+
+@pytest.mark.parametrize(
+    "text", ["Happy to help!", "Of course, one moment.", "No problem.", "Glad it helped!"]
+)
+def test_an_assistants_courtesies_are_acknowledgements(text: str) -> None:
+    assert skip_reason(text, role="assistant", settings=CaptureSettings()) == SKIP_ACK
+
+
+def test_the_user_saying_they_are_happy_or_glad_is_kept() -> None:
+    for text in ("I'm so happy!", "Glad it helped!"):
+        assert skip_reason(text, role="user", settings=CaptureSettings()) is None
