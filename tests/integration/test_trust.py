@@ -85,7 +85,7 @@ def test_an_injected_page_is_kept_labelled_and_never_injected_into_a_later_promp
     )
     assert "evil.example" not in answer["context"]
     lines = answer["context"].splitlines()
-    assert lines[1].startswith("Recalled from earlier conversations") or answer["context"] == ""
+    assert answer["context"] == "" or lines[1].startswith("Recalled from earlier conversations")
     for line in lines[2:-1]:  # every memory line says when and who
         assert line.startswith("- ["), line
 

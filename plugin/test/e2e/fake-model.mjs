@@ -46,8 +46,9 @@ function decide(body) {
     return { text: match ? `Your dog is called ${match[1]}.` : "I don't know what your dog is called." };
   }
   const user = lastUserText(messages);
-  // On a line of its own: the recalled block may precede it (and name the dog).
-  const file = user.match(/^Read ([\w.-]+)\.$/m);
+  // On a line of its own: the recalled block may precede it (and name the dog); with no
+  // block, OpenClaw's timestamp does ("[Mon 2026-12-07 03:27 UTC] Read billing.txt.").
+  const file = user.match(/^(?:\[[^\]\n]*\]\s*)?Read ([\w.-]+)\.$/m);
   if (file) {
     // OpenClaw's own `read` tool: its first required parameter names the file.
     const read = (Array.isArray(body.tools) ? body.tools : []).find((t) => (t.function?.name ?? t.name) === "read");
