@@ -45,8 +45,8 @@ log = logging.getLogger(__name__)
 
 
 def _warm_up() -> None:
-    """Load the embedding and sparse models before the first request, so /v1/context
-    meets its budget."""
+    """Load the embedding and sparse models, then run one search of a user without notes,
+    before the first request, so /v1/context meets its budget."""
     from memory.clients.embedder import embed_query
     from memory.clients.sparse_encoder import encode_sparse_query
 
@@ -55,6 +55,11 @@ def _warm_up() -> None:
         encode_sparse_query("warm up")
     except Exception as exc:  # the API still serves everything that needs no embedding
         log.warning("embedder warm-up failed: %s", exc)
+        return
+    try:
+        search.warm_read_path()
+    except Exception as exc:  # a database not up yet: the first request pays instead
+        log.warning("read path warm-up failed: %s", exc)
 
 
 # Users read ahead at start-up at most; `read_ahead_startup_mb` bounds their bytes.
