@@ -71,7 +71,7 @@ def ingest(stack: BenchStack, turns: list[Turn], batch: int = 100) -> float:
             for start in range(0, len(items), batch):
                 body = {"episodes": [_episode(t) for t in items[start : start + batch]]}
                 post_captures(client, body)
-        _wait_drained(client)
+        wait_drained(client)
     return time.perf_counter() - started
 
 
@@ -92,7 +92,7 @@ def _episode(turn: Turn) -> dict[str, Any]:
     }
 
 
-def _wait_drained(client: httpx.Client, timeout: float = 3600) -> None:
+def wait_drained(client: httpx.Client, timeout: float = 3600) -> None:
     deadline = time.monotonic() + timeout
     last = ""
     while time.monotonic() < deadline:

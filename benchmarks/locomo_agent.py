@@ -42,7 +42,7 @@ from benchmarks.common import (
     setting_variant,
     write_results,
 )
-from benchmarks.locomo import AGENT, TENANT, _wait_drained, compare, query_api, report
+from benchmarks.locomo import AGENT, TENANT, compare, query_api, report, wait_drained
 from benchmarks.locomo_agent_chatter import OFF_TOPIC_PROMPTS, Chatter, chatter_between, echo_of
 from benchmarks.locomo_data import DEFAULT_DATA, INGESTED_MARKER, Question, Turn, load
 from benchmarks.stack import BenchStack
@@ -137,7 +137,7 @@ def ingest_users(stack: BenchStack, turns: list[Turn]) -> float:
                 episodes = session_episodes(items, user_id, speakers[conversation], chatter_rng)
                 for start in range(0, len(episodes), BATCH):
                     post_captures(client, {"episodes": episodes[start : start + BATCH]})
-        _wait_drained(client)
+        wait_drained(client)
     return time.perf_counter() - started
 
 
@@ -170,7 +170,7 @@ def echo_sessions(stack: BenchStack, turns: list[Turn]) -> int:
             ]
             post_captures(client, {"episodes": episodes})
             echoes += 1
-        _wait_drained(client)
+        wait_drained(client)
     return echoes
 
 

