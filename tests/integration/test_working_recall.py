@@ -91,10 +91,10 @@ def test_items_never_cross_sessions_users_or_tenants(
     agent = tokens["agent"]
     _put(api_client, agent, user_id, session_id, PORT_ITEM)
     other_session = _context(api_client, agent, user_id, f"{session_id}-b")
-    assert other_session["working"] == [] and "6543" not in other_session["context"]
+    assert other_session["working"] == [] and "port 6543" not in other_session["context"]
     # The same session id under another user is that user's own (empty) session.
     other_user = _context(api_client, agent, f"u-{uuid.uuid4().hex[:8]}", session_id)
-    assert other_user["working"] == [] and "6543" not in other_user["context"]
+    assert other_user["working"] == [] and "port 6543" not in other_user["context"]
     # Another tenant's token with the same user and session ids sees nothing.
     foreign = make_token("agent", f"t-{uuid.uuid4().hex[:8]}")
     assert _context(api_client, foreign, user_id, session_id)["working"] == []
@@ -102,7 +102,7 @@ def test_items_never_cross_sessions_users_or_tenants(
     bound = make_token("agent", tenant_id, f"u-{uuid.uuid4().hex[:8]}")
     body = {"user_id": user_id, "agent_id": "helper", "session_id": session_id, "prompt": "port?"}
     refused = api_client.post("/v1/context", json=body, headers=bearer(bound))
-    assert refused.status_code == 403 and "6543" not in refused.text
+    assert refused.status_code == 403 and "port 6543" not in refused.text
 
 
 def test_small_talk_gets_no_items_and_the_route_can_be_switched_off(
@@ -121,7 +121,7 @@ def test_small_talk_gets_no_items_and_the_route_can_be_switched_off(
     assert go_on["working"] == [] and go_on["context"] == ""
     monkeypatch.setattr(get_settings().working, "recall_top_k", 0)
     reply = _context(api_client, tokens["agent"], user_id, session_id)
-    assert reply["working"] == [] and "6543" not in reply["context"]
+    assert reply["working"] == [] and "port 6543" not in reply["context"]
 
 
 def test_a_promoted_items_memory_is_not_shown_twice(
