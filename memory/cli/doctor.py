@@ -30,6 +30,25 @@ def _sparse_check() -> dict[str, Any]:
     return {"ok": True, "detail": f"splade-tiny ({sparse.compute}), weight {sparse.weight}"}
 
 
+def _vector_space_check() -> dict[str, Any]:
+    """Notes embedded by a model whose vectors the configured one's cannot be compared
+    with (another embedding.provider): `muma reembed` moves them."""
+    from memory.clients.embedder import get_embedder
+    from memory.db import session_scope
+    from memory.ops.reembed import count_foreign_space
+
+    model_id = get_embedder(get_settings()).model_id
+    with session_scope() as session:
+        foreign = count_foreign_space(session=session, model_id=model_id)
+    if foreign:
+        return {
+            "ok": False,
+            "detail": f"{foreign:,} notes embedded by another model than {model_id}: "
+            "stop the service and run `muma reembed`",
+        }
+    return {"ok": True, "detail": f"every note in {model_id}'s space"}
+
+
 def _llm_check() -> dict[str, Any]:
     settings = get_settings()
     if not settings.llm.configured:
@@ -41,7 +60,8 @@ def _llm_check() -> dict[str, Any]:
 
 @click.command()
 def doctor() -> None:
-    """Check configuration, database, Redis, workers, embedder, sparse encoder and LLM.
+    """Check configuration, database, Redis, workers, embedder, sparse encoder, the
+    notes' vector space and LLM.
 
     Exits non-zero when a required part does not answer.
 
@@ -57,6 +77,7 @@ def doctor() -> None:
         ("workers", check_workers()),
         ("embedder", _safe(_embedder_check)),
         ("sparse encoder", _safe(_sparse_check)),
+        ("vector space", _safe(_vector_space_check)),
         ("llm", _safe(_llm_check)),
     ]
     table = Table("part", "ok", "detail")

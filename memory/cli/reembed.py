@@ -9,7 +9,7 @@ from memory.cli.common import console, err_console, require_schema
 from memory.cli.options import domain_errors, progress_bar
 from memory.clients.embedder import get_embedder
 from memory.clients.sparse_encoder import get_sparse_encoder, missing_encoder_reason
-from memory.config import Settings, get_settings
+from memory.config import EmbeddingSettings, Settings, get_settings
 from memory.db import session_scope
 from memory.errors import ConfigError
 from memory.notes.sparse_fill import count_missing_sparse, fill_sparse_vectors
@@ -18,10 +18,13 @@ from memory.ops.reembed import count_stale, reembed_batch
 
 def _settings(provider: str | None, model: str | None) -> Settings:
     settings = get_settings()
-    update = {k: v for k, v in (("provider", provider), ("model", model)) if v}
-    if not update:
+    if not (provider or model):
         return settings
-    return settings.model_copy(update={"embedding": settings.embedding.model_copy(update=update)})
+    fields = settings.embedding.model_dump()
+    if provider and provider != fields["provider"] and not model:
+        fields.pop("model")  # another provider without a model: that provider's own
+    fields.update({k: v for k, v in (("provider", provider), ("model", model)) if v})
+    return settings.model_copy(update={"embedding": EmbeddingSettings(**fields)})
 
 
 @click.command(short_help="Re-embed notes after the embedding model changed.")
@@ -29,7 +32,7 @@ def _settings(provider: str | None, model: str | None) -> Settings:
 @click.option(
     "--provider",
     default=None,
-    type=click.Choice(["onnx", "sentence-transformers", "openai", "hash"]),
+    type=click.Choice(["onnx", "e5", "sentence-transformers", "openai", "hash"]),
     help="Embedding provider (default: embedding.provider).",
 )
 @click.option("--tenant", default=None, help="Only this tenant (default: every tenant).")
@@ -48,6 +51,7 @@ def reembed(
     \b
     Examples:
       muma reembed --dry-run
+      muma reembed --provider e5        # after setting embedding.provider to e5
       muma reembed --model all-MiniLM-L6-v2 --batch-size 128
     """
     require_schema()

@@ -1,4 +1,4 @@
-"""Text embedders: onnx (default) | sentence-transformers | openai | hash (DESIGN.md §9).
+"""Text embedders: onnx (default) | e5 | sentence-transformers | openai | hash (DESIGN.md §9).
 
 This module is the public entry point: the Embedder contract, the hash embedder, the
 cached factory and the query/doctor helpers live here, and the providers are re-exported
@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from memory.clients.e5_embedder import E5_MODEL_ID, E5_NAMES, E5Embedder
 from memory.clients.embedder_base import MINILM_DIMENSION, Embedder, l2_normalise
 from memory.clients.onnx_embedder import (
     MAX_SEQ_LENGTH,
@@ -36,11 +37,14 @@ from memory.config import Settings, get_settings
 from memory.errors import ConfigError
 
 __all__ = [
+    "E5_MODEL_ID",
+    "E5_NAMES",
     "MAX_SEQ_LENGTH",
     "MINILM_DIMENSION",
     "MINILM_MODEL_IDS",
     "MINILM_NAMES",
     "TOKENIZER_RELPATH",
+    "E5Embedder",
     "Embedder",
     "HashEmbedder",
     "OnnxEmbedder",
@@ -148,9 +152,15 @@ def _build_embedder(
         )
     if dimension != MINILM_DIMENSION:
         raise ConfigError(
-            f"all-MiniLM-L6-v2 is 384-d, embedding.dimension is {dimension}",
-            key="embedding.dimension",
+            f"{model} is 384-d, embedding.dimension is {dimension}", key="embedding.dimension"
         )
+    if provider == "e5":
+        if model not in E5_NAMES:
+            raise ConfigError(
+                f"provider 'e5' only runs multilingual-e5-small, not {model!r}",
+                key="embedding.model",
+            )
+        return E5Embedder(threads=threads, batch_size=batch_size)
     if provider == "sentence-transformers":
         return SentenceTransformersEmbedder(batch_size)
     if provider == "onnx":
@@ -169,7 +179,7 @@ def embed_query(text: str, settings: Settings | None = None) -> np.ndarray:
 
 @lru_cache(maxsize=4096)
 def _cached_query(embedder: Embedder, text: str) -> np.ndarray:
-    vector = embedder.embed_one(text)
+    vector = embedder.embed_query(text)
     vector.setflags(write=False)
     return vector
 

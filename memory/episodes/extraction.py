@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from memory.episodes.resolve import resolve_first_person
-from memory.retrieval.language import looks_english
+from memory.language import looks_english
 from memory.retrieval.text import (
     content_tokens,
     normalise,
@@ -287,7 +287,7 @@ def extract_facts(
 
     Chat roles (user, assistant) get the filler filter; an English user turn whose
     `speaker` is known, first-person resolution ("I love hiking" by Melanie -> "Melanie
-    loves hiking"; memory.retrieval.language.looks_english).
+    loves hiking"; memory.language.looks_english).
     Tool and system contents, and anything `as_written` (explicit writes), are kept as
     written. An image caption in `metadata`
     (`blip_caption` or `image_caption`) is appended as "[image: …]" to the last fact.

@@ -12,7 +12,7 @@ from __future__ import annotations
 from sqlalchemy import ColumnElement, and_, func, select
 from sqlalchemy.orm import Session
 
-from memory.clients.embedder import Embedder
+from memory.clients.embedder import MINILM_MODEL_IDS, Embedder
 from memory.errors import ConfigError
 from memory.notes.models import Note
 from memory.notes.window import lock_note_windows, refresh_windows
@@ -27,6 +27,25 @@ def _stale(model_id: str, tenant_id: str | None) -> ColumnElement[bool]:
 def count_stale(*, session: Session, model_id: str, tenant_id: str | None = None) -> int:
     query = select(func.count()).select_from(Note).where(_stale(model_id, tenant_id))
     return int(session.scalar(query) or 0)
+
+
+def same_space(model_id: str) -> frozenset[str]:
+    """The model ids whose vectors may be compared with `model_id`'s: all-MiniLM-L6-v2's
+    int8 and float runs (cosine ~0.99 to each other), else the model alone."""
+    return frozenset(MINILM_MODEL_IDS) if model_id in MINILM_MODEL_IDS else frozenset({model_id})
+
+
+def count_foreign_space(*, session: Session, model_id: str, tenant_id: str | None = None) -> int:
+    """Searchable notes whose vectors no query of `model_id` may be compared with: until
+    `muma reembed` has run, the dense routes rank them by meaningless cosines."""
+    foreign = and_(
+        Note.status != "pending",
+        Note.embedding_model.is_not(None),
+        Note.embedding_model.not_in(sorted(same_space(model_id))),
+    )
+    if tenant_id:
+        foreign = and_(foreign, Note.tenant_id == tenant_id)
+    return int(session.scalar(select(func.count()).select_from(Note).where(foreign)) or 0)
 
 
 def reembed_batch(

@@ -26,8 +26,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from memory.episodes.resolve import resolve_first_person
+from memory.language import looks_english
 from memory.notes.models import Note
-from memory.retrieval.language import looks_english
 
 SAMPLE_NOTES = 200
 MIN_SHARE = 0.8

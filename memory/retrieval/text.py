@@ -23,11 +23,7 @@ from functools import lru_cache
 
 import snowballstemmer
 
-
-def word_set(words: str) -> frozenset[str]:
-    """A frozenset of the whitespace-separated words of a (multi-line) string literal."""
-    return frozenset(words.split())
-
+from memory.language import word_set
 
 # English function words plus chat contractions and question words. Month names, "may",
 # numbers and negation-bearing content verbs are deliberately absent: "When ... in May?"

@@ -19,6 +19,7 @@ from memory.db import session_scope
 from memory.notes.models import Note, Tombstone
 from memory.ops.dead_letters import record_dead_letter
 from memory.ops.models import AuditEvent, DeadLetter
+from memory.ops.reembed import count_foreign_space, same_space
 from tests.integration.test_transactive import write
 
 pytestmark = pytest.mark.integration
@@ -184,14 +185,24 @@ def test_reembed_is_resumable_by_model_id(
     memories: dict[str, str], tenant_id: str, user_id: str
 ) -> None:
     stale = [uuid.UUID(memories["sister"]), uuid.UUID(memories["budget"])]
-    with session_scope() as session:
-        session.execute(update(Note).where(Note.id.in_(stale)).values(embedding_model="old-model"))
-    dry = run("reembed", "--tenant", tenant_id, "--dry-run")
-    assert dry.exit_code == 0 and dry.output.startswith("2 notes to re-embed")
-    done = run("reembed", "--tenant", tenant_id, "--batch-size", "1")
-    assert done.exit_code == 0 and "re-embedded 2 notes" in done.output, done.output
     model_id = get_embedder().model_id
     with session_scope() as session:
+        session.execute(update(Note).where(Note.id.in_(stale)).values(embedding_model="old-model"))
+        # all-MiniLM-L6-v2 run in float is the same space as in int8: comparable, not foreign.
+        other_run = next(iter(same_space(model_id) - {model_id}), model_id)
+        session.execute(
+            update(Note)
+            .where(Note.id == uuid.UUID(memories["blood"]))
+            .values(embedding_model=other_run)
+        )
+    with session_scope() as session:
+        assert count_foreign_space(session=session, model_id=model_id, tenant_id=tenant_id) == 2
+    dry = run("reembed", "--tenant", tenant_id, "--dry-run")
+    assert dry.exit_code == 0 and dry.output.startswith("3 notes to re-embed")
+    done = run("reembed", "--tenant", tenant_id, "--batch-size", "1")
+    assert done.exit_code == 0 and "re-embedded 3 notes" in done.output, done.output
+    with session_scope() as session:
+        assert count_foreign_space(session=session, model_id=model_id, tenant_id=tenant_id) == 0
         models = set(session.scalars(select(Note.embedding_model).where(Note.id.in_(stale))))
     assert models == {model_id}
     again = run("reembed", "--tenant", tenant_id)

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import select
 import shutil
-import signal
 import threading
 from pathlib import Path
 
@@ -21,6 +18,7 @@ from memory.clients.embedder import (
 )
 from memory.config import EmbeddingSettings, Settings
 from memory.errors import ConfigError
+from tests.support.forking import embed_in_forked_child
 
 pytestmark = pytest.mark.integration
 
@@ -111,26 +109,9 @@ def test_lazy_loading_is_thread_safe() -> None:
 def test_loaded_session_keeps_working_in_a_forked_child(onnx: OnnxEmbedder) -> None:
     # Celery prefork: a child may inherit an embedder its parent already loaded.
     expected = onnx.embed_one("forked worker")
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child: never return into pytest
-        try:
-            os.write(write_end, onnx.embed_one("forked worker").tobytes())
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    data = b""
-    try:
-        ready, _, _ = select.select([read_end], [], [], 30)
-        while ready and len(data) < expected.nbytes and (chunk := os.read(read_end, 65536)):
-            data += chunk
-    finally:
-        os.close(read_end)
-        if len(data) < expected.nbytes:
-            os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    assert len(data) == expected.nbytes, "embedding in the forked child hung or failed"
-    np.testing.assert_allclose(np.frombuffer(data, dtype=np.float32), expected, atol=1e-6)
+    forked = embed_in_forked_child(onnx.embed_one, "forked worker")
+    assert forked is not None, "embedding in the forked child hung or failed"
+    np.testing.assert_allclose(forked, expected, atol=1e-6)
 
 
 def test_packaged_model_passes_its_sha256_check() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.config import load_settings
+from memory.config import Settings, load_settings
 from memory.errors import ConfigError
 
 
@@ -102,3 +102,13 @@ def test_malformed_file_is_a_clear_error(isolated: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_settings()
     assert ".muma.json" in info.value.message
+
+
+def test_provider_e5_alone_names_its_model_and_reembed_follows() -> None:
+    from memory.cli.reembed import _settings
+
+    assert Settings(embedding={"provider": "e5"}).embedding.model == "multilingual-e5-small"  # type: ignore[arg-type]
+    explicit = Settings(embedding={"provider": "e5", "model": "intfloat/multilingual-e5-small"})  # type: ignore[arg-type]
+    assert explicit.embedding.model == "intfloat/multilingual-e5-small"
+    assert _settings("e5", None).embedding.model == "multilingual-e5-small"
+    assert _settings("onnx", "all-MiniLM-L6-v2").embedding.provider == "onnx"

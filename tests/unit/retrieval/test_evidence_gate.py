@@ -8,7 +8,13 @@ from types import SimpleNamespace
 import pytest
 
 from memory.config import Settings
-from memory.retrieval.gate import MINILM_FLOORS, EvidenceFloors, evidence_floors, evidenced
+from memory.retrieval.gate import (
+    E5_FLOORS,
+    MINILM_FLOORS,
+    EvidenceFloors,
+    evidence_floors,
+    evidenced,
+)
 from memory.retrieval.service import SearchHit
 
 FLOORS = EvidenceFloors(prompt=0.30, hit=0.20)
@@ -50,6 +56,9 @@ def test_without_any_cosine_the_routes_answer_stands() -> None:
     [
         ({}, MINILM_FLOORS),
         ({"embedding": {"provider": "hash"}}, EvidenceFloors(0.0, 0.0)),
+        ({"embedding": {"provider": "e5", "model": "multilingual-e5-small"}}, E5_FLOORS),
+        # Another model under a local provider has not been measured: no floors.
+        ({"embedding": {"provider": "openai", "model": "all-MiniLM-L6-v2"}}, EvidenceFloors()),
         ({"retrieval": {"context_min_similarity": 0.0}}, EvidenceFloors(0.0, 0.20)),
         (
             {"embedding": {"provider": "hash"}, "retrieval": {"context_min_hit_similarity": 0.2}},

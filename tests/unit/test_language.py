@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from memory.episodes.extraction import extract_facts
-from memory.retrieval.language import looks_english
+from memory.language import looks_english, text_language
 from memory.retrieval.text import normalise
 
 WHEN = datetime(2026, 1, 5, tzinfo=UTC)
@@ -63,3 +63,22 @@ def test_english_is_still_resolved() -> None:
         "I love my dog.", role="user", speaker="Alice", occurred_at=WHEN, metadata={}
     )
     assert fact.text == "Alice loves Alice's dog."
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        ("Sam: 我的妹妹克拉拉在波尔图当护士。 (7 May 2023)", "zh"),
+        ("妹のクララはポルトで看護師として働いています。", "ja"),
+        ("Моя сестра Клара работает медсестрой в Porto.", "ru"),
+        ("Meine Schwester arbeitet in Porto und ist nicht verheiratet.", "de"),
+        ("así que nunca me sugieras recetas", "es"),
+        ("ne me propose jamais de recettes", "fr"),
+        ("I love Paris", "en"),
+        ("Biscuit!", "en"),
+        ("안녕하세요", None),  # no rule knows Korean: the embedder centres it on the mean
+        ("1234 !!", None),
+    ],
+)
+def test_text_language_by_script_then_function_words(text: str, language: str | None) -> None:
+    assert text_language(text) == language
