@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from memory.episodes.extraction import ExtractedFact
 from memory.retrieval.text import (
+    UNSPACED_CHARS,
     content_tokens,
     normalise,
     split_sentences,
@@ -167,6 +168,11 @@ def rule_tags(stems: Sequence[str], kind: str) -> list[str]:
 
 
 _SURFACE_RE = re.compile(r"\w+(?:['\-.@+_/]\w+)*")
+# A run of a script written without spaces is a clause, not a word ("我的妹妹克拉拉在波尔图
+# 当护士"): with no dictionary to split it, only its katakana runs (names and loanwords,
+# "クララ", "ポルト") are keywords, beside any spaced-script word inside it.
+_UNSPACED_RE = re.compile(f"[{UNSPACED_CHARS}]+")
+_KATAKANA_RE = re.compile("[\u30a1-\u30fa][\u30a1-\u30fc]+")
 
 
 def extract_keywords(content: str, *, exclude: Sequence[str] = ()) -> list[str]:
@@ -183,7 +189,7 @@ def extract_keywords(content: str, *, exclude: Sequence[str] = ()) -> list[str]:
     first: dict[str, int] = {}
     position = 0
     for sentence in split_sentences(content):
-        for index, word in enumerate(_SURFACE_RE.findall(normalise(sentence))):
+        for index, word in enumerate(_surface_words(sentence)):
             low = word.casefold()
             key = stem(low)
             if not content_tokens(low) or key in _GENERIC or key in excluded:
@@ -202,6 +208,18 @@ def extract_keywords(content: str, *, exclude: Sequence[str] = ()) -> list[str]:
             position += 1
     ranked = sorted(scores, key=lambda k: (-scores[k], first[k]))
     return [surface[k] for k in ranked[:MAX_KEYWORDS]]
+
+
+def _surface_words(sentence: str) -> list[str]:
+    """The sentence's words, each unspaced-script run replaced by its katakana runs."""
+    words: list[str] = []
+    for word in _SURFACE_RE.findall(normalise(sentence)):
+        if _UNSPACED_RE.search(word):
+            words += _KATAKANA_RE.findall(word)
+            words += [part for part in _UNSPACED_RE.split(word) if part.strip("'-.@+_/")]
+        else:
+            words.append(word)
+    return words
 
 
 def estimate_importance(content: str, kind: str, *, speaker: str | None) -> float:

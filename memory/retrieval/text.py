@@ -59,15 +59,15 @@ _URL = r"(?:https?://|www\.)[^\s<>\"']+"
 # Scripts written without spaces between words: Thai, Lao, Myanmar, Khmer, kana, CJK
 # ideographs (with the iteration mark 々). A run of them is indexed as overlapping
 # character bigrams, as CJK search engines without a dictionary do.
-_UNSPACED_CHARS = (
+UNSPACED_CHARS = (
     "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3005\u3040-\u30ff\u31f0-\u31ff"
     "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 )
-_UNSPACED = f"[{_UNSPACED_CHARS}]+"
+_UNSPACED = f"[{UNSPACED_CHARS}]+"
 # A word: letters/digits/underscores of spaced scripts, optionally joined by - . / : , + #
 # or an apostrophe, each joiner followed by more word characters (so a trailing period is
 # never kept).
-_W = f"[^\\W{_UNSPACED_CHARS}]"
+_W = f"[^\\W{UNSPACED_CHARS}]"
 _WORD = f"{_W}+(?:(?:['\\-./:,+#]|_){_W}+)*"
 _TOKEN_RE = re.compile(f"({_URL})|({_EMAIL})|({_UNSPACED})|({_WORD})", re.UNICODE)
 _JOINERS_RE = re.compile(r"[\-./:,+#_]")

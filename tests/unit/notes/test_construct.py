@@ -228,3 +228,14 @@ def test_locomo_conversation_keeps_every_turn(plain: Settings) -> None:
         if "blip_caption" in turn:
             assert turn["blip_caption"] in fact.text
     assert lost == []
+
+
+def test_keywords_of_unspaced_scripts_are_names_not_clauses() -> None:
+    # Without a dictionary a Chinese clause cannot be split into words: no keyword, rather
+    # than the whole clause as one; Japanese katakana runs are names and loanwords.
+    assert extract_keywords("我的妹妹克拉拉在波尔图当护士。每天都很忙。") == []
+    japanese = extract_keywords("妹のクララはポルトで看護師として働いています。")
+    assert japanese == ["クララ", "ポルト"]
+    mixed = extract_keywords("The Denver Broncosは3度目のSuper Bowlタイトルを獲得した。")
+    assert {"Denver", "Broncos", "Bowl", "タイトル"} <= set(mixed)
+    assert all(len(keyword) <= 8 for keyword in mixed)
