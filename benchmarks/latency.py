@@ -3,8 +3,10 @@
 Synthetic users (default 9 x 100k + 10 x 10k notes = 1M notes in one database) are
 generated and bulk-loaded once into a kept MUMA_HOME (benchmarks/latency_data.py,
 latency_load.py); a re-run with the same --home and spec skips straight to measuring.
-Embedded stack: PostgreSQL + pgvector, Redis, the API under uvicorn (no workers or beat:
-the read path needs neither, and access recording is off so measuring changes nothing).
+Embedded stack: PostgreSQL + pgvector, Redis, the API under uvicorn with the service's
+defaults (no workers or beat: the read path needs neither; the accesses each read records
+wait in the queue with no worker to apply them, so a re-run reads the same notes).
+`--env KEY=VALUE` runs with another setting: a labelled variant, never the headline.
 
 Measured per user size, sequentially, after a warm-up, in shuffled order: /v1/search
 top_k 10, /v1/context (default 150 ms budget, and uncapped), filtered searches (kinds,
@@ -60,8 +62,6 @@ from benchmarks.latency_workload import (
     size_label,
 )
 from benchmarks.stack import BenchStack
-
-BENCH_ENV = {"MUMA_RETRIEVAL__RECORD_ACCESS": "false", "MUMA_ACTIVATION__NOISE_ENABLED": "false"}
 
 
 def parse_args() -> argparse.Namespace:
@@ -336,7 +336,7 @@ def main() -> None:
     args = parse_args()
     plan = user_plan(args)
     log(f"{len(plan)} users, {sum(plan.values()):,} notes; home {args.home}")
-    env = {**BENCH_ENV, **dict(item.split("=", 1) for item in args.env)}
+    env = dict(item.split("=", 1) for item in args.env)
     if args.drop_caches:
         drop_page_cache()
         log("emptied the OS page cache")

@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 
 from benchmarks.common import Row, fmt, percentile, print_table, write_results
-from benchmarks.latency import BENCH_ENV, log, user_plan
+from benchmarks.latency import log, user_plan
 from benchmarks.latency import parse_args as latency_args
 from benchmarks.latency_load import read_progress
 from benchmarks.latency_workload import build_requests, request_path
@@ -159,9 +159,7 @@ def main() -> None:
         ["git", "worktree", "add", "--detach", str(checkout), args.base_rev], cwd=ROOT, check=True
     )
     try:
-        with BenchStack(
-            env=BENCH_ENV, workers=0, beat=False, api=False, home=args.home, keep=True
-        ) as stack:
+        with BenchStack(workers=0, beat=False, api=False, home=args.home, keep=True) as stack:
             base, base_url = _spawn_api(stack, checkout, "base")
             this, this_url = _spawn_api(stack, ROOT, "this")
             try:

@@ -5,8 +5,8 @@ the OS page cache (root), start PostgreSQL, run a few searches of a small user (
 libraries and catalog come in), start the product's read-ahead
 (`memory.retrieval.warm.UserWarmer`) for one 100k user, then alternate two passes of
 searches of that user and of another 100k user not read ahead (or, with `--other-files`,
-read ahead without its rows), in process (noise and
-access recording off). Each round should swap the two users' roles.
+read ahead without its rows), in process, with the service's defaults. Each round
+should swap the two users' roles.
 
 ```
 .venv/bin/python -m benchmarks.latency_cold --home /tmp/muma-latency \\
@@ -54,7 +54,7 @@ def parse_args() -> argparse.Namespace:
 
 def restart_cold(home: Path) -> None:
     """PostgreSQL stopped, the page cache emptied, PostgreSQL started; the process's
-    environment pointed at it, with noise and access recording off."""
+    environment pointed at it (the service's defaults)."""
     from memory.config import reset_settings_cache
     from memory.db import dispose_engines
     from memory.runtime.embedded import start_postgres, stop_postgres
@@ -63,8 +63,6 @@ def restart_cold(home: Path) -> None:
     drop_page_cache()
     os.environ["MUMA_HOME"] = str(home)
     os.environ["MUMA_DATABASE_URL"] = start_postgres(home, stop_at_exit=True)
-    os.environ["MUMA_RETRIEVAL__RECORD_ACCESS"] = "false"
-    os.environ["MUMA_ACTIVATION__NOISE_ENABLED"] = "false"
     reset_settings_cache()
     dispose_engines()
 

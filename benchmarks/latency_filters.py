@@ -25,7 +25,6 @@ import psycopg
 from pgvector.psycopg import register_vector
 
 from benchmarks.common import Row, fmt, print_table, summarise, write_results
-from benchmarks.latency import BENCH_ENV
 from benchmarks.latency_data import make_profile, questions
 from benchmarks.latency_load import read_progress
 from benchmarks.latency_workload import filter_bodies
@@ -109,7 +108,7 @@ def _share(found: list, best: list) -> float:
 def main() -> None:
     args = parse_args()
     caps = [int(c) for c in args.caps.split(",")]
-    with BenchStack(env=BENCH_ENV, workers=0, beat=False, home=args.home, keep=True) as stack:
+    with BenchStack(workers=0, beat=False, home=args.home, keep=True) as stack:
         from memory.clients.embedder import get_embedder
 
         end = datetime.fromisoformat(read_progress(stack.home)["end"])

@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 
 from benchmarks.common import Row, fmt, percentile, print_table, write_results
-from benchmarks.latency import BENCH_ENV, log, user_plan
+from benchmarks.latency import log, user_plan
 from benchmarks.latency import parse_args as latency_args
 from benchmarks.latency_load import read_progress
 from benchmarks.latency_report import Sample
@@ -110,7 +110,7 @@ def main() -> None:
         latency = latency_args()
     finally:
         sys.argv = saved
-    with BenchStack(env=BENCH_ENV, workers=0, beat=False, home=args.home, keep=True) as stack:
+    with BenchStack(workers=0, beat=False, home=args.home, keep=True) as stack:
         end = datetime.fromisoformat(read_progress(stack.home)["end"])
         plan = user_plan(latency)
         _, measured = build_requests(plan, latency, end)

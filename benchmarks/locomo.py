@@ -50,9 +50,9 @@ from benchmarks.stack import BenchStack
 
 AGENT = "locomo"
 TENANT = "bench"
-# Deterministic scoring for the research tools that compare variants on one kept home
-# (locomo_rerank, locomo_prompts, context_load, used_notes): not what users get, so
-# never the headline; benchmarks.locomo itself runs the service's defaults.
+# Deterministic scoring for the research tools that compare variants on one kept home, in
+# process (locomo_rerank, locomo_conflicts, used_notes): not what users get, so never the
+# headline; benchmarks.locomo, context_load and locomo_prompts run the service's defaults.
 RESEARCH_ENV = {
     "MUMA_RETRIEVAL__RECORD_ACCESS": "false",
     "MUMA_ACTIVATION__NOISE_ENABLED": "false",

@@ -28,6 +28,7 @@ from memory.clients.redis import get_redis
 from memory.clients.sparse_encoder import encode_sparse_query
 from memory.config import get_settings
 from memory.db import session_scope
+from memory.retrieval.first_person import dense_query, speaks_in_first_person, user_name
 from memory.retrieval.focus import focus_query
 from memory.retrieval.service import SearchHit, search_notes
 from memory.working.recall import recall_working_items
@@ -107,11 +108,16 @@ def search(
     require_schema()
     settings = get_settings()
     ask = focus_query(query, settings.retrieval.query_focus_chars)  # as the API ranks
-    vector = embed_query(ask, settings)
     with session_scope() as session:
         viewer = viewer_for(
             session=session, tenant_id=tenant_of(tenant), user_id=user_id, agent_id=agent_id
         )
+        name = (
+            user_name(session=session, tenant_id=viewer.tenant_id, user_id=viewer.user_id)
+            if settings.retrieval.resolve_first_person and speaks_in_first_person(ask)
+            else None
+        )
+        vector = embed_query(dense_query(ask, name), settings)
         hits = search_notes(
             session=session,
             viewer=viewer,
@@ -120,6 +126,7 @@ def search(
             top_k=top_k,
             settings=settings,
             sparse=encode_sparse_query(ask, settings),
+            asker=name,
         )
         rows = [_row(rank, hit) for rank, hit in enumerate(hits, start=1)]
     working = _working_rows(viewer, session_id, ask)

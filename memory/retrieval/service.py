@@ -8,7 +8,6 @@ follow-up task); with noise disabled the ranking is deterministic.
 
 from __future__ import annotations
 
-import re
 import uuid
 from dataclasses import replace
 from datetime import datetime
@@ -41,6 +40,7 @@ from memory.retrieval.hits import SearchHit, json_number  # noqa: F401 - public 
 from memory.retrieval.mmr import mmr
 from memory.retrieval.rows import ScoredNote, load_candidates, pool_vectors
 from memory.retrieval.sparse import SparseQuery, resolve_sparse_query, sparse_boosts
+from memory.retrieval.speaker import SpeakerPrior, speaker_prior
 from memory.types import utcnow
 
 LINK_SEEDS = 10
@@ -69,12 +69,6 @@ def _ranks(scores: dict[uuid.UUID, float]) -> dict[uuid.UUID, int]:
     }
 
 
-def _mentioned_speaker(query: str, speakers: set[str]) -> str | None:
-    """The one participant a question names, if it names exactly one."""
-    named = {s for s in speakers if s and re.search(rf"\b{re.escape(s)}\b", query, re.IGNORECASE)}
-    return next(iter(named)) if len(named) == 1 else None
-
-
 def search_notes(
     *,
     session: Session,
@@ -88,6 +82,7 @@ def search_notes(
     now: datetime | None = None,
     aside: OpenSession | None = None,
     sparse: SparseQuery = None,
+    asker: str | None = None,
 ) -> list[SearchHit]:
     """The top_k notes for `query` that the viewer may see, best first, with explanations.
 
@@ -95,7 +90,8 @@ def search_notes(
     dense route needs it, after the lexical routes have run; so may `sparse`, the query's
     sparse vector, waited for when the candidates' rows are read. With `aside` (a second
     transaction's opener) the dense route runs beside the lexical ones
-    (`memory.retrieval.aside`); the answer is the same."""
+    (`memory.retrieval.aside`); the answer is the same. `asker` is the user's name when
+    the caller read the query's first person as theirs (`memory.retrieval.speaker`)."""
     filters, options, now = (
         filters or r.SearchFilters(),
         options or SearchOptions(),
@@ -135,7 +131,8 @@ def search_notes(
     links: dict[uuid.UUID, tuple[float, uuid.UUID]] = {}
     if "links" in options.routes and relevance and _allows(options, "links"):
         links, notes = _with_links(session, scope, relevance, notes, options.link_weight, reading)
-    passed, below = _score(notes, relevance, found, links, query, now, settings, options)
+    prior = speaker_prior(query, notes.values(), asker) if options.speaker_prior else None
+    passed, below = _score(notes, relevance, found, links, prior, now, settings, options)
     _add_sparse_channel(passed, options.sparse_weight or 0.0)
     if settings.activation.noise_ties_only:
         passed = break_ties_by_noise(
@@ -224,7 +221,7 @@ def _score(
     relevance: dict[uuid.UUID, float],
     found: dict[str, dict[uuid.UUID, float]],
     links: dict[uuid.UUID, tuple[float, uuid.UUID]],
-    query: str,
+    speaker: SpeakerPrior | None,
     now: datetime,
     settings: Settings,
     options: SearchOptions,
@@ -232,11 +229,6 @@ def _score(
     """(passed, below): the candidates at or above the retrieval threshold and those
     under it, each best first. Without activation every candidate has passed."""
     ranks = {name: _ranks(scores) for name, scores in found.items()}
-    speaker = (
-        _mentioned_speaker(query, {n.speaker for n in notes.values() if n.speaker})
-        if options.speaker_prior
-        else None
-    )
     rng = (
         make_noise_rng(settings.activation.noise_seed)
         if settings.activation.noise_enabled
@@ -247,7 +239,7 @@ def _score(
     hits: list[SearchHit] = []
     below: list[SearchHit] = []
     for note_id, note in notes.items():
-        boost = SPEAKER_BOOST if speaker is not None and note.speaker == speaker else 0.0
+        boost = SPEAKER_BOOST * speaker(note) if speaker is not None else 0.0
         prior = priors.get(note_id, 0.0)
         rel = min(1.0, max(0.0, relevance.get(note_id, 0.0) + boost + prior))
         spread = options.link_weight * links[note_id][0] if note_id in links else 0.0

@@ -162,6 +162,7 @@ def _search_memories(
             agent_id=body.agent_id,
             scope=False,
         )
+        name = None
         if vector is None:
             name = user_name(session=session, tenant_id=viewer.tenant_id, user_id=viewer.user_id)
             vector = _EMBED_POOL.submit(embed_query, dense_query(query, name), settings)
@@ -176,6 +177,7 @@ def _search_memories(
             options=options,
             aside=lambda: _read_transaction(timeout_ms, aside=True),
             sparse=sparse,
+            asker=name,
         )
         hits, sources = _rls_checked(session, viewer, hits)
         results = [_result(h, sources[h.note.id]) for h in hits]

@@ -67,8 +67,9 @@ function promote(kit: HookKit, hook: string, ctx: HookContext, event: HookEvent,
       if (!session) return;
       const work = (async () => {
         await kit.rt.capture.flush();
-        await kit.client.promote(session, reason, { timeoutMs: CAPTURE_REQUEST_TIMEOUT_MS });
-        kit.logger.debug?.(`[muma] ${hook}: promoted working memory of session ${session.sessionId} (${reason})`);
+        const answer = (await kit.client.promote(session, reason, { timeoutMs: CAPTURE_REQUEST_TIMEOUT_MS })) as { promoted?: number } | undefined;
+        // One line per reset, compaction or session end: what left working memory for good.
+        kit.logger.info(`[muma] ${hook}: promoted ${answer?.promoted ?? 0} working item(s) of session ${session.sessionId} (${reason})`);
       })();
       await kit.background(work, `[muma] ${hook}: promote failed`);
     },

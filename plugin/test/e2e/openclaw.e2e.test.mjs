@@ -368,6 +368,17 @@ test(`[${REAL ? "real" : "fake"}] Biscuit: recalled in a new session of the same
   }
 });
 
+test(`[${REAL ? "real" : "fake"}] a conversation with no identity gets no memory and says why`, async () => {
+  assert.ok(gateway, "gateway running");
+  // No user:<id> in the session key, no sender over HTTP, no defaultUserId in the config.
+  const t = await turn(`anon-${RUN}`, "My dog is called Biscuit.");
+  assert.doesNotMatch(lastUserText(t.requests[0].body.messages), /relevant-memories/);
+  for (const started = Date.now(); !/\[muma\] no memory for session \S*anon-/.test(gateway.output); await sleep(250)) {
+    assert.ok(Date.now() - started < 10_000, `no warning for the unidentified session:\n${gateway.output.slice(-3000)}`);
+  }
+  assert.match(gateway.output, /the user is not identified .*set defaultUserId for a single-user install/);
+});
+
 test(`[real] another tool's result comes back in the session's next prompt and in its memory_query`, { skip: !REAL && "the fake service has no working-memory route" }, async () => {
   assert.ok(gateway, "gateway running");
   writeFileSync(join(tmp, "workspace", "billing.txt"), "The billing database listens on port 6543.\n");
@@ -396,6 +407,43 @@ test(`[real] another tool's result comes back in the session's next prompt and i
   const otherSearch = await turn(`user:${U2}:session-w`, "Search memory for billing database port.");
   assert.equal(otherSearch.requests[0].answer.toolCall?.name, "memory_query");
   assert.doesNotMatch(toolTextOf(otherSearch), /\b6543\b/);
+});
+
+test(`[real] a compaction and a reset in the gateway promote the session's working memory`, { skip: !REAL && "the fake service has no working-memory route" }, async () => {
+  assert.ok(gateway, "gateway running");
+  // Session-w holds the read tool's result in working memory (the test above). The
+  // gateway's OpenAI endpoint passes "/reset" to the model as a message, so the session is
+  // compacted and reset through the gateway's own methods, as its Control UI and
+  // channels do.
+  const key = `agent:main:user:${U1}:session-w`;
+  const promoted = (hook, reason) => gateway.output.match(new RegExp(`\\[muma\\] ${hook}: promoted (\\d+) working item\\(s\\) of session \\S+ \\(${reason}\\)`));
+  const counts = {};
+  for (const [method, hook, reason] of [["sessions.compact", "before_compaction", "compaction"], ["sessions.reset", "before_reset", "reset"]]) {
+    const called = await openclaw(["gateway", "call", method, "--params", JSON.stringify({ key }), "--json"]);
+    assert.equal(called.code, 0, `${method}: ${called.stdout}\n${called.stderr}`);
+    for (const started = Date.now(); !promoted(hook, reason); await sleep(250)) {
+      assert.ok(Date.now() - started < 30_000, `${hook} never promoted (${method}: ${called.stdout}):\n${gateway.output.slice(-3000)}`);
+    }
+    counts[reason] = Number(promoted(hook, reason)[1]);
+  }
+  log(`promoted: ${JSON.stringify(counts)}`);
+  // Compaction promotes the items recalled often enough (working.promoteThreshold), reset
+  // the rest: the read result left working memory for good, as a long-term memory of U1
+  // marked with the reason it was promoted, searchable once the write path has taken it.
+  assert.equal(counts.compaction + counts.reset, 1, JSON.stringify(counts));
+  const reason = counts.compaction ? "compaction" : "reset";
+  const drainStart = Date.now();
+  for (;;) {
+    const res = await mumaApi("POST", "/v1/search", { user_id: U1, agent_id: "main", query: "billing database port", top_k: 10 });
+    assert.equal(res.status, 200, JSON.stringify(res.json));
+    const hit = res.json.results.find((r) => r.sources.some((s) => s.metadata?.working_memory?.reason === reason));
+    if (hit) {
+      assert.match(hit.content, /6543/);
+      break;
+    }
+    assert.ok(Date.now() - drainStart < DRAIN_S * 1000, `no memory promoted on ${reason} after ${DRAIN_S} s: ${JSON.stringify(res.json).slice(0, 3000)}`);
+    await sleep(500);
+  }
 });
 
 test(`[fake] a hanging/failing service never blocks or breaks a turn`, { skip: REAL && "needs the fake service" }, async () => {

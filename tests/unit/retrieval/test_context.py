@@ -16,7 +16,7 @@ from memory.retrieval.context import (
     working_line,
 )
 from memory.retrieval.mmr import estimate_tokens
-from memory.retrieval.service import SearchHit, _mentioned_speaker
+from memory.retrieval.service import SearchHit
 from memory.working.recall import WorkingHit
 from memory.working.service import WorkingItem, content_hash
 
@@ -65,14 +65,6 @@ def test_block_never_exceeds_the_budget() -> None:
 def test_nothing_fits_gives_an_empty_block() -> None:
     assert build_context([_hit("x " * 200)], 20) == ContextBlock()
     assert build_context([], 1000) == ContextBlock()
-
-
-def test_speaker_prior_needs_exactly_one_named_participant() -> None:
-    speakers = {"Caroline", "Melanie"}
-    assert _mentioned_speaker("When did Caroline go to the group?", speakers) == "Caroline"
-    assert _mentioned_speaker("Did Caroline and Melanie meet?", speakers) is None
-    assert _mentioned_speaker("Where is the park?", speakers) is None
-    assert _mentioned_speaker("What did caroline's dog eat?", speakers) == "Caroline"
 
 
 def _working(content: str, rank: int = 1) -> WorkingHit:

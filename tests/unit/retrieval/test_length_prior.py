@@ -63,7 +63,7 @@ def test_score_adds_the_prior_to_relevance_and_explains_it() -> None:
     scored = {}
     for weight in (0.0, 0.05):
         options = SearchOptions(length_prior=weight, speaker_prior=False)
-        passed, below = _score(notes, relevance, {}, {}, "q", NOW, settings, options)  # type: ignore[arg-type]
+        passed, below = _score(notes, relevance, {}, {}, None, NOW, settings, options)  # type: ignore[arg-type]
         scored[weight] = {h.note.id: h for h in passed + below}
     assert scored[0.0][short.id].relevance == scored[0.0][long.id].relevance == 0.6
     # Two candidates: z = -1 and +1, so relevance moves by the weight either way.
