@@ -44,6 +44,38 @@ _OTHERS = {
 }
 
 
+# Function words beyond `_OTHERS`' detection lists, for telling content words apart
+# (keywords) in the languages `text_language` names; Russian has no detection list, since
+# its script tells it.
+_MORE_FUNCTION_WORDS = {
+    "es": word_set("del al las unos unas pero como más muy ya yo te nos este esta eso fue"),
+    "fr": word_set(
+        "l d qu j c s n ce cette ces mon ma mes ton ta son sa ses nous vous ils "
+        "elles sur dans pour avec par mais ou où on y été était"
+    ),
+    "de": word_set(
+        "des im am ins zum zur auf für aus bei nach wie wir ihr mein meine dein "
+        "sein seine ihre es war hat sind auch noch aber oder wenn"
+    ),
+    "ru": word_set(
+        "и в во на не что я ты он она оно мы вы они мой моя моё мои твой твоя "
+        "его её их это этот эта эти как с со к ко по за из у о об от до для но а "
+        "же ли бы то так уже ещё был была было были есть мне меня тебе нас вас "
+        "ему ей им при над под про чтобы когда где там тут вот"
+    ),
+}
+FUNCTION_WORDS: dict[str, frozenset[str]] = {
+    code: _OTHERS.get(code, frozenset()) | _MORE_FUNCTION_WORDS.get(code, frozenset())
+    for code in (*_OTHERS, "ru")
+}
+
+
+def is_function_word(word: str, language: str | None) -> bool:
+    """Whether `word` is a function word of `language` (a `text_language` code other than
+    English; English has the lexical stopwords of `memory.retrieval.text`)."""
+    return word.casefold() in FUNCTION_WORDS.get(language or "", frozenset())
+
+
 def looks_english(text: str) -> bool:
     """True when `text` reads as English by its function words (module invariants)."""
     if not _LATIN_RE.search(text):

@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from memory.episodes.extraction import ExtractedFact
+from memory.language import is_function_word, text_language
 from memory.retrieval.text import (
     UNSPACED_CHARS,
     content_tokens,
@@ -184,6 +185,7 @@ def extract_keywords(content: str, *, exclude: Sequence[str] = ()) -> list[str]:
     """
     verbatim = {v.casefold() for v in verbatim_tokens(content)}
     excluded = {stem(e.casefold()) for e in exclude}
+    language = text_language(content)
     scores: dict[str, float] = {}
     surface: dict[str, str] = {}
     first: dict[str, int] = {}
@@ -194,6 +196,8 @@ def extract_keywords(content: str, *, exclude: Sequence[str] = ()) -> list[str]:
             key = stem(low)
             if not content_tokens(low) or key in _GENERIC or key in excluded:
                 continue
+            if is_function_word(low, language):
+                continue  # "в", "моя", "der": the lexical stopwords are English only
             if low.isdigit() and low not in verbatim:
                 continue  # small counts ("2 kids") carry no topic
             is_code = low in verbatim

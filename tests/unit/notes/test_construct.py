@@ -239,3 +239,16 @@ def test_keywords_of_unspaced_scripts_are_names_not_clauses() -> None:
     mixed = extract_keywords("The Denver Broncosは3度目のSuper Bowlタイトルを獲得した。")
     assert {"Denver", "Broncos", "Bowl", "タイトル"} <= set(mixed)
     assert all(len(keyword) <= 8 for keyword in mixed)
+
+
+def test_keywords_leave_out_the_function_words_of_the_texts_language() -> None:
+    russian = extract_keywords("Моя сестра Клара живёт в Порту и работает медсестрой.")
+    assert {"Клара", "Порту"} <= set(russian)
+    assert not {"моя", "в", "и"} & {k.casefold() for k in russian}
+    german = extract_keywords(
+        "Meine Schwester Clara wohnt in Porto und sie arbeitet im Krankenhaus, das nicht weit ist."
+    )
+    assert {"Clara", "Porto"} <= set(german)
+    assert not {"meine", "und", "sie", "im", "das"} & {k.casefold() for k in german}
+    # English keeps its content words that are function words elsewhere ("die" in German).
+    assert "die" in extract_keywords("The plants die without water in the heat.")
