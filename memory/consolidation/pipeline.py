@@ -6,13 +6,15 @@
   topic split across two partitions yields two clusters.
 - `cluster_labels` is HDBSCAN over cosine distance; -1 is noise. Deterministic for the
   same input order (callers order by note id), so an unchanged store clusters the same.
-- `extractive_summary`: the notes closest to the cluster centroid (the most central
-  sentences) and the keywords shared by at least two notes; `llm_summary` asks an
+- `extractive_summary`: the first knowledge sentence (`consolidation.sentences`) of each of
+  the notes closest to the cluster centroid, none said twice, and the keywords shared by
+  at least two notes; `llm_summary` asks an
   OpenAI-compatible model for the same fields and raises on invalid output.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,7 +23,8 @@ import hdbscan
 import numpy as np
 
 from memory.clients.llm import LlmClient
-from memory.retrieval.text import content_tokens, split_sentences
+from memory.consolidation.sentences import knowledge_sentences
+from memory.retrieval.text import content_tokens
 
 CENTRAL_NOTES = 3
 SHARED_KEYWORDS = 6
@@ -139,20 +142,32 @@ def shared_keywords(texts: Sequence[str], limit: int = SHARED_KEYWORDS) -> list[
     return [word for word, _ in common[:limit]]
 
 
-def _lead_sentence(text: str) -> str:
-    sentences = split_sentences(text) or [text]
-    sentence = sentences[0].strip()
+def _lead_sentence(text: str, names: frozenset[str]) -> str | None:
+    """The note's first knowledge sentence (`consolidation.sentences`), cut to length."""
+    sentences = knowledge_sentences(text, names)
+    if not sentences:
+        return None
+    sentence = sentences[0]
     return sentence if len(sentence) <= MAX_SENTENCE_CHARS else sentence[:MAX_SENTENCE_CHARS] + "…"
 
 
-def extractive_summary(texts: Sequence[str], vectors: np.ndarray) -> Summary:
-    """The most central notes' lead sentences, and the cluster's shared keywords."""
+def _same_sentence(sentence: str) -> str:
+    return " ".join(re.findall(r"\w+", sentence.casefold()))
+
+
+def extractive_summary(
+    texts: Sequence[str], vectors: np.ndarray, names: frozenset[str] = frozenset()
+) -> Summary:
+    """The most central notes' first knowledge sentences, each said once, and the
+    cluster's shared keywords; `names` are the speakers' names."""
     _, scores = centrality(vectors)
     chosen: list[str] = []
+    seen: set[str] = set()
     for index in np.argsort(-scores, kind="stable"):
-        sentence = _lead_sentence(texts[int(index)])
-        if sentence.casefold() not in {c.casefold() for c in chosen}:
+        sentence = _lead_sentence(texts[int(index)], names)
+        if sentence is not None and _same_sentence(sentence) not in seen:
             chosen.append(sentence)
+            seen.add(_same_sentence(sentence))
         if len(chosen) == CENTRAL_NOTES:
             break
     keywords = shared_keywords(texts)

@@ -50,6 +50,7 @@ from memory.consolidation.pipeline import (
     llm_summary,
     partition,
 )
+from memory.consolidation.sentences import is_chatter, known_names
 from memory.consolidation.snapshot import Snapshot, load_snapshot
 from memory.errors import MemoryServiceError
 from memory.notes.models import Note
@@ -149,14 +150,14 @@ def with_old_sources(
     )
 
 
-def _summarise(cluster: Cluster, llm: LlmClient | None) -> Summary:
+def _summarise(cluster: Cluster, llm: LlmClient | None, names: frozenset[str]) -> Summary:
     texts = [s.content for s in cluster.sources]
     if llm is not None:
         try:
             return llm_summary(llm, texts, cluster.vectors)
         except MemoryServiceError as exc:  # invalid output or model down: still consolidate
             log.warning("LLM summary failed, using the extractive one: %s", exc)
-    return extractive_summary(texts, cluster.vectors)
+    return extractive_summary(texts, cluster.vectors, names)
 
 
 def consolidate_user(
@@ -176,7 +177,11 @@ def consolidate_user(
     """
     report = ConsolidationReport(tenant_id=tenant_id, user_id=user_id, now=now, dry_run=dry_run)
     snapshot = snapshot or load_snapshot(session, tenant_id=tenant_id, user_id=user_id)
-    episodic = snapshot.where([n.kind == "episodic" for n in snapshot.notes])
+    # Chatter ("Wow, what a fun moment!") never forms a cluster of its own.
+    names = known_names(snapshot.notes)
+    episodic = snapshot.where(
+        [n.kind == "episodic" and not is_chatter(n.content, names) for n in snapshot.notes]
+    )
     sources, vectors = episodic.notes, episodic.vectors
     report.considered = len(sources)
     per_domain = settings.sleep.cluster_per_domain
@@ -190,7 +195,7 @@ def consolidate_user(
         if match.action != "unchanged" and match.note is not None:
             cluster = with_old_sources(cluster, match.note, key, episodic, per_domain)
         change, write = _change(cluster, match, now=now, settings=settings, llm=llm,
-                                dry_run=dry_run)  # fmt: skip
+                                dry_run=dry_run, names=names)  # fmt: skip
         report.changes.append(change)
         if write is not None:
             writes.append(write)
@@ -207,14 +212,20 @@ def _change(
     settings: Settings,
     llm: LlmClient | None,
     dry_run: bool,
+    names: frozenset[str],
 ) -> tuple[KnowledgeChange, Write | None]:
-    """What one cluster changes, and the note to write (None: nothing, or a dry run)."""
+    """What one cluster changes, and the note to write (None: nothing, or a dry run);
+    `names` are the user's known names (`consolidation.sentences.known_names`)."""
     old = match.note
     if match.action == "unchanged":
         shown = (old.id, old.content) if old else (None, "")
         return KnowledgeChange("unchanged", shown[0], None, len(cluster.sources), shown[1]), None
     texts = [s.content for s in cluster.sources]
-    summary = extractive_summary(texts, cluster.vectors) if dry_run else _summarise(cluster, llm)
+    summary = (
+        extractive_summary(texts, cluster.vectors, names)
+        if dry_run
+        else _summarise(cluster, llm, names)
+    )
     note = None if dry_run else build_note(cluster, summary, now=now, settings=settings)
     change = KnowledgeChange(
         match.action,

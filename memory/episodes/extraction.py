@@ -128,6 +128,29 @@ def is_filler(sentence: str, *, also: frozenset[str] = frozenset()) -> bool:
     return all(w in FILLER_WORDS or w in also or not content_tokens(w) for w in rest)
 
 
+def named_words(sentence: str, known: frozenset[str] = frozenset()) -> list[str]:
+    """The words of a sentence that name someone or something, addressees excepted ("Wow,
+    Caroline, that's awesome!"): capitalised words after the first (a sentence's first word
+    is capitalised anyway), acronyms ("LGBTQ"), and any word of `known` (names, such as
+    the speakers', wherever they stand; "Melanie's" counts as "Melanie")."""
+    text = normalise(sentence)
+    spans = [m.span() for m in _WORD_RE.finditer(text)]
+    vocatives = _vocative_positions(text, spans)
+    named = []
+    for k, (a, b) in enumerate(spans):
+        word = text[a:b]
+        if k in vocatives:
+            continue
+        bare = re.sub(r"'s$", "", word)
+        acronym = len(bare) >= 2 and bare.isupper() and bare.isalpha() and bare not in _CHAT_CAPS
+        if bare in known or acronym or (k and _is_name(word)):
+            named.append(word)
+    return named
+
+
+_CHAT_CAPS = frozenset({"OK", "LOL", "OMG", "BTW", "TBH", "IMO", "IDK", "BRB", "TTYL", "ASAP"})
+
+
 Unit = tuple[int, str]  # (line number, sentence): line breaks survive cleaning
 
 

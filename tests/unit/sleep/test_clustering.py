@@ -64,11 +64,11 @@ def test_extractive_summary_takes_central_sentences_and_shared_keywords() -> Non
     ]
     # Cosine to the centroid: 0.996, 0.947, 0.836, 0.45.
     vectors = unit_rows(np.array([[0.9, 0.3], [1.0, 0.05], [0.95, -0.2], [0.1, 1.0]]))
-    summary = extractive_summary(texts, vectors)
+    summary = extractive_summary(texts, vectors, frozenset({"Ann"}))
     assert summary.content == (
         "Ann trains for the marathon. Ann ran the marathon route on Sunday. "
         "Ann bought marathon shoes."
-    )  # lead sentences of the three most central notes, most central first
+    )  # first knowledge sentences of the three most central notes, most central first
     assert summary.keywords[0] == "marathon" and "ann" in summary.keywords
     assert shared_keywords(["one apple", "two pears"]) == []
 
