@@ -25,8 +25,9 @@ from typing import Protocol
 from memory.episodes.extraction import is_filler, named_words
 from memory.retrieval.text import split_sentences
 
-_SECOND_PERSON = re.compile(r"\b(you|your|yours|yourself|you're|you've|you'll|ya|u)\b", re.I)
-_FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'll|I'd|me|my|mine)\b")
+# Not "u": "the U.S." would read as addressed to someone.
+_SECOND_PERSON = re.compile(r"\b(you|your|yours|yourself|you're|you've|you'll|ya)\b", re.I)
+_FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'll|I'd|[Mm]e|[Mm]y|[Mm]ine)\b")
 # A capitalised word starting a sentence and followed by a lower-case word: "Alice ran",
 # not "Ah, ..." or "Phew!".
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([A-Z][a-z]+(?:'s)?)(?=\s+[a-z])")

@@ -74,3 +74,5 @@ def test_names_are_learned_from_the_notes_and_the_first_person_counts() -> None:
     # Text whose "I" was not resolved to a name is about its speaker; an exclamation is not.
     assert knowledge_sentences("I bought new running shoes.") == ["I bought new running shoes."]
     assert knowledge_sentences("I love it so much!") == []
+    assert knowledge_sentences("My back hurts after the long drive.") != []
+    assert knowledge_sentences("Dana moved to the U.S. last year.", names) != []
