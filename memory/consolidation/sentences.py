@@ -75,20 +75,24 @@ def _is_knowledge(sentence: str, names: frozenset[str]) -> bool:
     # episodic note of the user.
     if not sentence or sentence.endswith("?") or _SECOND_PERSON.search(sentence):
         return False
-    specific = any(ch.isdigit() for ch in sentence) or _names_something(sentence, names)
-    if sentence.endswith("!") and not specific:
+    # A name (not an addressee) or a number is never filler.
+    if any(ch.isdigit() for ch in sentence) or _names_something(sentence, names):
+        return True
+    if sentence.endswith("!"):
         return False
     # Text whose first person was not resolved to a name ("I ran 10 km") is about its
     # speaker all the same.
-    if not (specific or _FIRST_PERSON.search(sentence)):
-        return False
-    return not is_filler(sentence)
+    return bool(_FIRST_PERSON.search(sentence)) and not is_filler(sentence)
 
 
 def _names_something(sentence: str, names: frozenset[str]) -> bool:
-    first = _possessive(sentence.split(" ", 1)[0].strip(",.!;:"))
-    if first not in names and not any(ch.isupper() for ch in sentence[1:]):
-        return False  # no capital after the first letter, and the first word no name
+    head, _, rest = sentence.partition(" ")
+    if _possessive(head.strip(",.!;:")) in names:
+        if not head.endswith(","):
+            return True
+        sentence = rest  # "Caroline, that's great!": the name is the addressee
+    if not any(ch.isupper() for ch in sentence[1:]):
+        return False
     return bool(named_words(sentence, names))
 
 

@@ -20,6 +20,7 @@ NAMES = frozenset({"Caroline", "Melanie"})
         "What's been up since we talked? Been a busy week since we talked. Long time no talk.",
         "That bowl is gorgeous! Pretty proud of it! That bowl is awesome, Mel!",
         "Wow, Caroline, that painting is awesome! Wow Mel, that's stunning!",
+        "Caroline, that painting is awesome! Melanie, so true.",
         "Your words really mean a lot. Thanks for the tip, Caroline.",
         "Life's tough but it's worth it when we have things that make us happy.",
     ],
