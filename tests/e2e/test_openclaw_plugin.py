@@ -53,8 +53,13 @@ def test_plugin_in_a_real_openclaw(stack: Stack, tenant_id: str) -> None:
     output = result.stdout[-6000:] + result.stderr[-6000:]
     assert result.returncode == 0, output
     assert "MODE: real" in output or "[real]" in output, output
-    # The working-memory scenarios run only against the real service: they ran, not skipped.
+    # The scenarios that need the real service (working memory, the spool's episodes
+    # searchable): they ran, not skipped.
     # (node's spec reporter: "✔ <name> (<ms>)" for a pass, "﹣ <name> ... # SKIP" if skipped)
-    for name in ("another tool's result", "a compaction and a reset in the gateway promote"):
+    for name in (
+        "another tool's result",
+        "a compaction and a reset in the gateway promote",
+        "agent --local keeps turns captured while the service is down",
+    ):
         [ran] = re.findall(rf"^✔ \[real\] {re.escape(name)}.*$", result.stdout, re.M)
         assert "SKIP" not in ran, ran

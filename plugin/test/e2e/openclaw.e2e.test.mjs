@@ -17,12 +17,13 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startFakeMuma } from "../support/fake-muma.mjs";
+import { startSwitchProxy } from "../support/switch-proxy.mjs";
 import { lastUserText, startFakeModel, textOf } from "./fake-model.mjs";
 
 const PLUGIN_DIR = realpathSync(fileURLToPath(new URL("../../", import.meta.url)));
@@ -84,10 +85,10 @@ async function freePort() {
 }
 
 /** Run `openclaw <args>` to completion with Node 24. */
-function openclaw(args, { timeoutMs = 120_000 } = {}) {
+function openclaw(args, { timeoutMs = 120_000, extraEnv = {} } = {}) {
   return new Promise((resolve, reject) => {
     const started = Date.now();
-    const child = spawn(process.execPath, [OPENCLAW, ...args], { env, cwd: tmp, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [OPENCLAW, ...args], { env: { ...env, ...extraEnv }, cwd: tmp, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d) => (stdout += d));
@@ -443,6 +444,57 @@ test(`[real] a compaction and a reset in the gateway promote the session's worki
     }
     assert.ok(Date.now() - drainStart < DRAIN_S * 1000, `no memory promoted on ${reason} after ${DRAIN_S} s: ${JSON.stringify(res.json).slice(0, 3000)}`);
     await sleep(500);
+  }
+});
+
+test(`[${REAL ? "real" : "fake"}] agent --local keeps turns captured while the service is down across its exit`, async () => {
+  // `openclaw agent --local` runs one turn and exits. The service sits behind a proxy
+  // that drops every connection while it is "down": the turn's episodes must be written
+  // to the spool, outlive the process, and be sent by the next process once it is back.
+  // (A state directory of its own: OpenClaw refuses --local beside a running gateway.)
+  const proxy = await startSwitchProxy(muma.url);
+  const localEnv = { OPENCLAW_CONFIG_PATH: join(tmp, "openclaw-local.json"), OPENCLAW_STATE_DIR: join(tmp, "state-local") };
+  mkdirSync(localEnv.OPENCLAW_STATE_DIR);
+  const config = readConfig();
+  config.plugins.entries.muma.config = { ...config.plugins.entries.muma.config, serviceUrl: proxy.url };
+  writeFileSync(localEnv.OPENCLAW_CONFIG_PATH, JSON.stringify(config, null, 2));
+  const spoolDir = join(localEnv.OPENCLAW_STATE_DIR, "muma-spool");
+  const spooled = () =>
+    (existsSync(spoolDir) ? readdirSync(spoolDir) : [])
+      .filter((n) => n.endsWith(".json"))
+      .map((n) => readFileSync(join(spoolDir, n), "utf8"))
+      .filter((text) => text.includes("7319"));
+  const local = (session, message) =>
+    openclaw(["agent", "--local", "--agent", "main", "--session-key", `user:${U1}:${session}`, "--message", message, "--json"], { extraEnv: localEnv, timeoutMs: 180_000 });
+  try {
+    proxy.state.down = true;
+    const down = await local("session-s1", "My locker code is 7319.");
+    assert.equal(down.code, 0, `agent --local with the service down:\n${down.stdout}\n${down.stderr}`);
+    assert.match(down.stdout + down.stderr, /\[muma\] capture failed, \d+ episode\(s\) kept for retry/);
+    const kept = spooled();
+    assert.equal(kept.length, 1, `one spool file holds the turn after the process exited: ${readdirSync(spoolDir)}`);
+    assert.deepEqual(JSON.parse(kept[0]).map((e) => e.role).sort(), ["assistant", "user"]);
+
+    proxy.state.down = false;
+    const up = await local("session-s2", "Good morning.");
+    assert.equal(up.code, 0, `agent --local with the service back:\n${up.stdout}\n${up.stderr}`);
+    assert.match(up.stdout + up.stderr, /\[muma\] resending 2 captured episode\(s\) kept from an earlier run/);
+    assert.deepEqual(spooled(), [], "the spool is emptied once the service took the episodes");
+    if (REAL) {
+      const drainStart = Date.now();
+      for (;;) {
+        const res = await mumaApi("POST", "/v1/search", { user_id: U1, agent_id: "main", query: "locker code", top_k: 5 });
+        assert.equal(res.status, 200, JSON.stringify(res.json));
+        if (JSON.stringify(res.json.results).includes("7319")) break;
+        assert.ok(Date.now() - drainStart < DRAIN_S * 1000, `the spooled turn is not searchable after ${DRAIN_S} s: ${JSON.stringify(res.json).slice(0, 2000)}`);
+        await sleep(500);
+      }
+    } else {
+      const delivered = muma.fake.state.episodes.filter((e) => e.user_id === U1 && e.content.includes("7319"));
+      assert.equal(delivered.length, 1, JSON.stringify(delivered));
+    }
+  } finally {
+    await proxy.close();
   }
 });
 
