@@ -177,6 +177,17 @@ class ApiSettings(_Section):
     max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024)
     # An episode's or memory's metadata, as JSON: every search hit and export carries it.
     max_metadata_bytes: int = Field(16 * 1024, ge=256)
+    # Every answer starts within request_timeout_ms + deadline_margin_ms of the request's
+    # arrival, whatever stalls beneath it: past that, 503 with Retry-After (/v1/context
+    # keeps its own timeout_ms and answers an empty block). The API's statements are
+    # cancelled by the server at request_timeout_ms, a wait on a row lock at lock_timeout_ms
+    # (memory.api.deadline).
+    request_timeout_ms: int = Field(10_000, ge=100, le=600_000)
+    deadline_margin_ms: int = Field(100, ge=0, le=10_000)
+    lock_timeout_ms: int = Field(5_000, ge=1, le=600_000)
+    # A process (API or worker) waits at most this long for a pooled database connection:
+    # the API then answers 503 with Retry-After, a worker's task is retried.
+    pool_wait_ms: int = Field(3_000, ge=1, le=600_000)
 
 
 class RetrievalSettings(_Section):

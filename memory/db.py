@@ -30,6 +30,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
 from memory.config import Settings, get_settings
@@ -71,6 +72,8 @@ def resolve_database_url(settings: Settings | None = None) -> str:
 
 
 _ENGINES: dict[tuple[str, bool, bool], Engine] = {}
+# Server-side limits for every connection this process opens (`limit_statements`).
+_STATEMENT_LIMITS: dict[str, int] = {}
 _SESSIONMAKERS: dict[tuple[str, bool, bool, bool], sessionmaker[Session]] = {}
 # Connections of the pool for reads a request runs beside its own transaction
 # (`memory.retrieval.aside`, which never holds more at once).
@@ -85,7 +88,10 @@ def _engine_for(url: str, *, custom_plans: bool = False, aside: bool = False) ->
     if key in _ENGINES:
         return _ENGINES[key]
     pool = {"pool_size": ASIDE_CONNECTIONS if aside else 5, "max_overflow": 0 if aside else 10}
-    engine = create_engine(url, pool_pre_ping=False, pool_recycle=1800, **pool)
+    pool_timeout = get_settings().api.pool_wait_ms / 1000
+    engine = create_engine(
+        url, pool_pre_ping=False, pool_recycle=1800, pool_timeout=pool_timeout, **pool
+    )
     install_liveness_check(engine)
 
     ef_search = get_settings().retrieval.hnsw_ef_search
@@ -96,6 +102,9 @@ def _engine_for(url: str, *, custom_plans: bool = False, aside: bool = False) ->
         with dbapi_connection.cursor() as cursor:
             cursor.execute("SET hnsw.iterative_scan = relaxed_order")
             cursor.execute(f"SET hnsw.ef_search = {int(ef_search)}")
+            # Set here, not as startup options, which connection poolers refuse.
+            for name, value in _STATEMENT_LIMITS.items():
+                cursor.execute(f"SET {name} = {int(value)}")
             if custom_plans:
                 # psycopg prepares a statement after its 5th run on a connection, and
                 # PostgreSQL may then switch to a generic plan, blind to the user, the
@@ -113,6 +122,17 @@ def _engine_for(url: str, *, custom_plans: bool = False, aside: bool = False) ->
 
     _ENGINES[key] = engine
     return engine
+
+
+def limit_statements(*, statement_timeout_ms: int, lock_timeout_ms: int) -> None:
+    """From now on, the server cancels any statement of this process's connections after
+    `statement_timeout_ms` and any wait on a lock after `lock_timeout_ms` (for the API:
+    a request never holds a connection past its budget). Pooled connections opened
+    before are closed, so none is left without the limits."""
+    limits = {"statement_timeout": int(statement_timeout_ms), "lock_timeout": int(lock_timeout_ms)}
+    if limits != _STATEMENT_LIMITS:
+        _STATEMENT_LIMITS.update(limits)
+        dispose_engines(close=True)
 
 
 def get_engine(settings: Settings | None = None, *, custom_plans: bool = False) -> Engine:
@@ -175,6 +195,12 @@ def session_scope(
     except (OperationalError, InterfaceError) as exc:
         _rollback_after(session, exc)
         raise TransientError(f"database unavailable: {exc.orig}") from exc
+    except PoolTimeoutError as exc:
+        _rollback_after(session, exc)
+        raise TransientError(
+            "database busy: no connection came free within "
+            f"{get_settings().api.pool_wait_ms} ms (api.pool_wait_ms)"
+        ) from exc
     except DBAPIError as exc:
         _rollback_after(session, exc)
         if exc.connection_invalidated:  # the connection broke mid-statement

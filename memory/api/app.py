@@ -12,6 +12,7 @@ from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
 from memory import __version__
+from memory.api.deadline import RequestDeadlineMiddleware
 from memory.api.errors import install_body_limit, install_error_handlers
 from memory.api.middleware import ObservabilityMiddleware
 from memory.api.routes import (
@@ -39,6 +40,7 @@ from memory.api.routes import links as link_routes
 from memory.api.routes import sleep as sleep_routes
 from memory.api.routes import stats as stats_routes
 from memory.config import get_settings
+from memory.db import limit_statements
 from memory.ops.logs import configure_logging
 
 log = logging.getLogger(__name__)
@@ -100,6 +102,11 @@ def _freeze_startup_heap() -> None:
 @asynccontextmanager
 async def lifespan(_: FastAPI) -> AsyncIterator[None]:
     configure_logging()
+    api = get_settings().api
+    # A request's statements never outlive its budget, even where nothing waits for them.
+    limit_statements(
+        statement_timeout_ms=api.request_timeout_ms, lock_timeout_ms=api.lock_timeout_ms
+    )
     await run_in_threadpool(_warm_up)
     if await run_in_threadpool(read_ahead_recent_users):
         log.info("reading the recent users' search files ahead")
@@ -115,6 +122,8 @@ def create_app() -> FastAPI:
         description="Multi-user, multi-agent long-term memory for AI agents.",
     )
     install_error_handlers(app)
+    # Inside the input guard (it reads the body whole first), outside every route.
+    app.add_middleware(RequestDeadlineMiddleware, routes={"/v1/context": context.CONTEXT_BUDGET})
     install_body_limit(app)
     app.include_router(system.router)
     app.include_router(episodes.router)

@@ -3,6 +3,7 @@ budget and about a time budget counted from the request's arrival."""
 
 from __future__ import annotations
 
+import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -14,6 +15,7 @@ from pydantic import Field
 
 from memory.access.tokens import Principal
 from memory.api.answers import ContextAnswer
+from memory.api.deadline import RouteBudget
 from memory.api.deps import PrincipalDep
 from memory.api.middleware import arrived_at
 from memory.api.routes.journal import record_injection_later
@@ -84,6 +86,26 @@ def context(
         record_injection_later(background, principal, identity, block.notes)
     # A read cut short by its budget is partial: what was ready, flagged as timed out.
     return _context_reply(block, memories, started, timed_out=deadline.partial)
+
+
+def context_budget_ms(body: bytes) -> int:
+    """The request's own `timeout_ms` (the default for a body the route will refuse)."""
+    default = ContextIn.model_fields["timeout_ms"].default
+    try:
+        value = json.loads(body).get("timeout_ms", default)
+    except (ValueError, AttributeError, RecursionError):
+        return int(default)
+    valid = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 60000
+    return value if valid else int(default)
+
+
+def late_context(arrived: float) -> JSONResponse:
+    """A context whose search got no thread or no database in time: the empty block."""
+    return _context_reply(ContextBlock(), [], arrived, timed_out=True)
+
+
+# How memory.api.deadline answers a /v1/context that outlives its own timeout_ms.
+CONTEXT_BUDGET = RouteBudget(budget_ms=context_budget_ms, late=late_context)
 
 
 def _resolved(principal: Principal, body: ContextIn) -> bool:

@@ -7,6 +7,7 @@ none (`queues` is empty).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from fastapi import APIRouter
@@ -27,15 +28,18 @@ router = APIRouter()
 
 
 @router.get("/healthz", tags=["system"])
-def healthz() -> JSONResponse:
+async def healthz() -> JSONResponse:
     """Liveness of the database, Redis and workers, within about a second whatever hangs
-    (a check with no answer by then counts as down); 503 when one is down. No token."""
-    checks = run_checks(
+    (a check with no answer by then counts as down); 503 when one is down. No token.
+    Async, so that requests stuck on a frozen dependency, holding every request thread,
+    cannot keep it waiting."""
+    checks = await asyncio.to_thread(
+        run_checks,
         {
             "database": check_database,
             "redis": check_redis,
             "workers": lambda: check_workers(count_all=False),
-        }
+        },
     )
     healthy = all(check["ok"] for check in checks.values())
     body = {"status": "ok" if healthy else "degraded", "checks": checks}
