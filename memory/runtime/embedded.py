@@ -135,14 +135,35 @@ def stop_postgres(home: Path) -> None:
 
 def _postmaster_alive(pgdata: Path) -> bool:
     """Whether the postmaster named in postmaster.pid runs, in any state (starting,
-    recovering, ready, stopping): a stop must not skip a server that is not ready."""
+    recovering, ready, stopping): a stop must not skip a server that is not ready. A
+    killed one nobody has reaped yet (a zombie) does not run."""
     import psutil
 
     try:
         pid = int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
-    except (OSError, ValueError):
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except (OSError, ValueError, psutil.Error):
         return False
-    return psutil.pid_exists(pid)
+
+
+def postgres_running(home: Path) -> bool:
+    return _postmaster_alive(pg_data_dir(home))
+
+
+def restart_postgres(home: Path) -> str:
+    """Start the embedded server of `home` again after its postmaster died (killed, or
+    crashed); its URI is unchanged, since its socket is in the same place."""
+    from pgserver.postgres_server import PostgresServer
+
+    pgdata = pg_data_dir(home).expanduser().resolve()
+    # This process's handle knows only the dead server, and would be handed back as is.
+    PostgresServer._instances.pop(pgdata, None)
+    lock_file = pgdata / "postmaster.pid"
+    if lock_file.exists() and not _postmaster_alive(pgdata):
+        # Named by a dead (or zombie) postmaster: PostgreSQL would refuse to start beside
+        # a process it still sees under that id.
+        lock_file.unlink(missing_ok=True)
+    return start_postgres(home, stop_at_exit=False)
 
 
 def _with_database(uri: str, database: str) -> str:

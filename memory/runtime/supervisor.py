@@ -2,8 +2,9 @@
 
 Invariants: every child runs in its own process group, so stopping a child stops whatever
 it spawned (Celery pool processes, uvicorn reloaders). A child that exits while the
-supervisor runs is reported and restarted with a growing delay; on stop every group gets
-SIGTERM, and SIGKILL whatever is left after the grace period, so nothing is left behind.
+supervisor runs is reported and restarted with a growing delay, and so is a watched server
+it did not spawn; on stop every group gets SIGTERM, and SIGKILL whatever is left after
+the grace period, so nothing is left behind.
 """
 
 from __future__ import annotations
@@ -38,9 +39,31 @@ class _Child:
     log_file: object | None = field(default=None, repr=False)
 
 
+@dataclass
+class Watch:
+    """A server the supervisor did not spawn (the embedded PostgreSQL: pg_ctl daemonises
+    it): `alive()` is asked every `interval` seconds, and `restart()` brings it back,
+    retried with a growing delay while it fails."""
+
+    name: str
+    alive: Callable[[], bool]
+    restart: Callable[[], object]
+    interval: float = 1.0
+    failures: int = 0
+    next_check: float = 0.0
+
+
 class Supervisor:
-    def __init__(self, specs: list[ProcessSpec], *, report: Reporter, grace_seconds: float = 6.0):
+    def __init__(
+        self,
+        specs: list[ProcessSpec],
+        *,
+        report: Reporter,
+        grace_seconds: float = 6.0,
+        watches: list[Watch] | None = None,
+    ):
         self._children = [_Child(spec) for spec in specs]
+        self._watches = watches or []
         self._report = report
         self._grace = grace_seconds
         self._stopping = False
@@ -69,8 +92,12 @@ class Supervisor:
         child.started_at = time.monotonic()
 
     def poll(self) -> None:
-        """Restart children that died; called periodically by `run`."""
+        """Restart children that died and watched servers that stopped; called
+        periodically by `run`."""
         now = time.monotonic()
+        for watch in self._watches:
+            if now >= watch.next_check and not self._stopping:
+                self._check(watch, now)
         for child in self._children:
             process = child.process
             if process is None:
@@ -89,6 +116,22 @@ class Supervisor:
             self._report(f"{child.spec.name} exited with code {code}; restarting in {delay:.0f}s")
             child.process = None
             child.next_start = now + delay
+
+    def _check(self, watch: Watch, now: float) -> None:
+        watch.next_check = now + watch.interval
+        if watch.alive():
+            return
+        self._report(f"{watch.name} is not running; restarting it")
+        try:
+            watch.restart()
+        except Exception as exc:  # a failed start is retried, never the supervisor's end
+            delay = min(30.0, 2.0**watch.failures)
+            watch.failures += 1
+            watch.next_check = time.monotonic() + delay
+            self._report(f"{watch.name} did not restart ({exc}); trying again in {delay:.0f}s")
+            return
+        watch.failures = 0
+        self._report(f"{watch.name} restarted")
 
     def run(self, should_stop: Callable[[], bool], interval: float = 0.5) -> None:
         while not should_stop():

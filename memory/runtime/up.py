@@ -14,14 +14,16 @@ from memory.config import Settings, reset_settings_cache
 from memory.runtime.credentials import ensure_credentials
 from memory.runtime.embedded import (
     free_port,
+    postgres_running,
     read_runtime_file,
     redis_argv,
+    restart_postgres,
     start_postgres,
     stop_postgres,
     wait_for_redis,
     write_runtime_file,
 )
-from memory.runtime.supervisor import ProcessSpec, Reporter, Supervisor
+from memory.runtime.supervisor import ProcessSpec, Reporter, Supervisor, Watch
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,17 @@ def run_up(settings: Settings, options: UpOptions, report: Reporter) -> int:
         pre.append(_redis_spec(home, redis_port, env))
     os.environ.update({k: env[k] for k in ("MUMA_DATABASE_URL", "MUMA_REDIS_URL") if k in env})
     reset_settings_cache()
-    supervisor = Supervisor(pre + service_specs(options, env, home / "logs"), report=report)
+    watches = []
+    if settings.embedded_database:
+        watches.append(
+            Watch(
+                "PostgreSQL",
+                alive=lambda: postgres_running(home),
+                restart=lambda: restart_postgres(home),
+            )
+        )
+    specs = pre + service_specs(options, env, home / "logs")
+    supervisor = Supervisor(specs, report=report, watches=watches)
     stop_requested = False
 
     def _request_stop(signum: int, _frame: FrameType | None) -> None:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -15,48 +13,9 @@ import psutil
 import pytest
 
 from memory.runtime.embedded import free_port
+from tests.support.up_process import ROOT, start_up, stop_up, up_env, wait_healthy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MUMA_", "PYTEST"))}
-    env["MUMA_HOME"] = str(home)
-    return env
-
-
-def _start(home: Path, port: int, flower_port: int, **env: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "memory.cli.main",
-            "up",
-            "--port",
-            str(port),
-            "--flower-port",
-            str(flower_port),
-        ],
-        cwd=ROOT,
-        env={**_env(home), **env},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-
-
-def _wait_healthy(url: str, process: subprocess.Popen[str], timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert process.poll() is None, process.stdout.read() if process.stdout else ""
-        try:
-            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    raise AssertionError("healthz did not answer 200 in time")
 
 
 def _descendants(pid: int) -> list[psutil.Process]:
@@ -100,20 +59,13 @@ def _wait_for_worker_priority(up_pid: int, timeout: float = 60) -> None:
     assert api.nice() == 0 and _autogroup_nice(api.pid) in (None, 0)
 
 
-def _stop(process: subprocess.Popen[str]) -> float:
-    started = time.monotonic()
-    process.send_signal(signal.SIGINT)
-    process.wait(20)
-    return time.monotonic() - started
-
-
 def test_up_serves_restarts_children_and_stops_cleanly(tmp_path: Path) -> None:
     home = tmp_path / "muma-home"
     port, flower_port = free_port(), free_port()
     url = f"http://127.0.0.1:{port}"
-    process = _start(home, port, flower_port)
+    process = start_up(home, port, flower_port)
     try:
-        _wait_healthy(url, process)
+        wait_healthy(url, process)
         _wait_for_worker_priority(process.pid)
         credentials = json.loads((home / "credentials.json").read_text())
         assert oct((home / "credentials.json").stat().st_mode & 0o777) == "0o600"
@@ -126,7 +78,7 @@ def test_up_serves_restarts_children_and_stops_cleanly(tmp_path: Path) -> None:
         listed = subprocess.run(
             [sys.executable, "-m", "memory.cli.main", "tokens", "list"],
             cwd=ROOT,
-            env={**_env(home), "COLUMNS": "250"},
+            env={**up_env(home), "COLUMNS": "250"},
             capture_output=True,
             text=True,
             timeout=60,
@@ -138,10 +90,10 @@ def test_up_serves_restarts_children_and_stops_cleanly(tmp_path: Path) -> None:
         worker = next(p for p in _descendants(process.pid) if "worker" in " ".join(p.cmdline()))
         worker.kill()
         time.sleep(3)
-        _wait_healthy(url, process)
+        wait_healthy(url, process)
         children = _descendants(process.pid)
     finally:
-        elapsed = _stop(process)
+        elapsed = stop_up(process)
     output = process.stdout.read() if process.stdout else ""
     assert "worker exited" in output and "restarting" in output
     assert elapsed < 10, f"stop took {elapsed:.1f}s"
@@ -150,13 +102,13 @@ def test_up_serves_restarts_children_and_stops_cleanly(tmp_path: Path) -> None:
     assert not (left := _home_processes(home)), f"processes left behind: {left}"
 
     # Start again: the data and the credentials are still there.
-    process = _start(home, port, flower_port)
+    process = start_up(home, port, flower_port)
     try:
-        _wait_healthy(url, process)
+        wait_healthy(url, process)
         again = httpx.get(f"{url}/v1/system/status", headers=headers, timeout=5)
         assert again.status_code == 200
     finally:
-        _stop(process)
+        stop_up(process)
     assert not (left := _home_processes(home)), f"processes left behind: {left}"
 
 
@@ -175,7 +127,7 @@ def test_beat_under_up_runs_the_periodic_jobs_and_flower_shows_them(tmp_path: Pa
     Flower sees each task succeed."""
     home = tmp_path / "muma-home"
     port, flower_port = free_port(), free_port()
-    process = _start(
+    process = start_up(
         home,
         port,
         flower_port,
@@ -190,7 +142,7 @@ def test_beat_under_up_runs_the_periodic_jobs_and_flower_shows_them(tmp_path: Pa
     }
     states: dict[str, set[str]] = {}
     try:
-        _wait_healthy(f"http://127.0.0.1:{port}", process)
+        wait_healthy(f"http://127.0.0.1:{port}", process)
         deadline = time.monotonic() + 150
         while time.monotonic() < deadline:
             states = _flower_task_states(flower_port)
@@ -198,6 +150,6 @@ def test_beat_under_up_runs_the_periodic_jobs_and_flower_shows_them(tmp_path: Pa
                 break
             time.sleep(2)
     finally:
-        _stop(process)
+        stop_up(process)
     missing = {name for name in wanted if "SUCCESS" not in states.get(name, set())}
     assert not missing, f"Flower saw {states}"

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
+
+import psutil
 
 from memory.runtime.embedded import _postmaster_alive
 
@@ -30,3 +33,19 @@ def test_a_dead_or_missing_postmaster_does_not(tmp_path: Path) -> None:
     (tmp_path / "garbled").mkdir()
     (tmp_path / "garbled" / "postmaster.pid").write_text("not a pid\n")
     assert not _postmaster_alive(tmp_path / "garbled")
+
+
+def test_a_killed_postmaster_nobody_reaped_does_not(tmp_path: Path) -> None:
+    # A zombie still has its pid: PostgreSQL and pgserver would take it for a live server.
+    killed = subprocess.Popen(["sleep", "30"])
+    killed.kill()
+    try:
+        for _ in range(100):
+            if psutil.Process(killed.pid).status() == psutil.STATUS_ZOMBIE:
+                break
+            time.sleep(0.02)
+        _pid_file(tmp_path / "zombie", killed.pid, "ready")
+        assert psutil.pid_exists(killed.pid)
+        assert not _postmaster_alive(tmp_path / "zombie")
+    finally:
+        killed.wait()
