@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, exists, func, select, true
+from sqlalchemy import ColumnElement, Select, exists, func, select, true, update
 from sqlalchemy.orm import Session
 
 from memory.episodes.models import Episode
@@ -73,21 +73,29 @@ def _add_letter(
     session: Session, failure: TaskFailure, args: list[Any], episode_id: uuid.UUID | None
 ) -> DeadLetter:
     """The letter, with its episode's tenant; an unfinished episode becomes `failed`
-    (kept, never dropped), a finished one keeps its status (its notes are searchable)."""
+    (kept, never dropped), a finished one keeps its status (its notes are searchable).
+
+    Only the episode's tenant and status are read, never the whole row: a row a client
+    cannot read whole (a value outside Python's range, the reason it failed) must still
+    get its letter. PostgreSQL stores no NUL character, so none is kept in the text."""
     tenant_id = None
-    episode = session.get(Episode, episode_id) if episode_id is not None else None
-    if episode is not None:
-        tenant_id = episode.tenant_id
-        if episode.status != "done":
-            episode.status = "failed"
-            episode.error = failure.error[:4000]
+    found = None
+    if episode_id is not None:
+        owner = select(Episode.tenant_id, Episode.status).where(Episode.id == episode_id)
+        found = session.execute(owner).first()
+    error = failure.error.replace("\x00", "")
+    if found is not None:
+        tenant_id = found.tenant_id
+        if found.status != "done":
+            failed = {"status": "failed", "error": error[:4000]}
+            session.execute(update(Episode).where(Episode.id == episode_id).values(**failed))
     letter = DeadLetter(
         tenant_id=tenant_id,
         task_name=failure.task_name,
         args=args,
         kwargs=failure.kwargs,
-        error=failure.error,
-        traceback=failure.traceback,
+        error=error,
+        traceback=failure.traceback.replace("\x00", "") if failure.traceback else None,
         attempts=failure.attempts,
         episode_id=episode_id,
     )

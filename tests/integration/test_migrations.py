@@ -325,3 +325,33 @@ def test_0010_copies_expiry_into_the_vector_mirror_and_downgrades(scratch_databa
             assert conn.execute(kinds, {"id": lasting}).scalar_one() == "decision"
     finally:
         engine.dispose()
+
+
+def test_0018_brings_timestamps_python_cannot_read_into_its_range(scratch_database: str) -> None:
+    upgrade_database("0017", url=scratch_database)
+    engine = create_engine(scratch_database)
+    insert = text(
+        "INSERT INTO episodes (id, tenant_id, user_id, agent_id, session_id, role, content,"
+        " occurred_at, metadata, options, source, status, attempts, created_at, updated_at)"
+        " VALUES (:id, 't', 'u', 'main', 's', 'user', 'x', CAST(:at AS timestamptz), '{}',"
+        " '{}', 'capture', 'queued', 0, now(), now())"
+    )
+    late, early, fine = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    # What the API used to accept: "9999-12-31T23:59:59-14:00" is year 10000 in UTC.
+    stored = {late: "9999-12-31T23:59:59-14:00", early: "0001-01-01T00:00:00+14:00"}
+    read = text("SELECT id, occurred_at, processed_at FROM episodes")
+    try:
+        with engine.begin() as conn:
+            for episode_id, at in {**stored, fine: "2025-01-01T00:00:00+00:00"}.items():
+                conn.execute(insert, {"id": episode_id, "at": at})
+        with engine.connect() as conn, pytest.raises(Exception, match="year"):
+            conn.execute(read).all()  # unreadable: the reason for 0018
+        upgrade_database("0018", url=scratch_database)
+        with engine.connect() as conn:
+            rows = {row.id: row for row in conn.execute(read)}
+        assert rows[late].occurred_at == datetime(9999, 12, 30, tzinfo=UTC)
+        assert rows[early].occurred_at == datetime(1, 1, 2, tzinfo=UTC)
+        assert rows[fine].occurred_at == datetime(2025, 1, 1, tzinfo=UTC)
+        assert all(row.processed_at is None for row in rows.values())  # NULL stays NULL
+    finally:
+        engine.dispose()
