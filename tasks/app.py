@@ -65,7 +65,16 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_routes": TASK_ROUTES,
         "broker_connection_retry_on_startup": True,
         # Message priorities 0 (first) to 9; see tasks.pipeline for who gets which.
-        "broker_transport_options": {"visibility_timeout": 3600, "priority_steps": [0, 3, 6, 9]},
+        # socket_timeout: a publish to a Redis that stopped answering (frozen, a dead
+        # peer behind NAT) fails after 2 s instead of waiting forever (kombu's default);
+        # a capture is stored first, so it is acknowledged and the sweep publishes it.
+        # Above brpop_timeout (1 s), so a consumer's BRPOP is never cut short.
+        "broker_transport_options": {
+            "visibility_timeout": 3600,
+            "priority_steps": [0, 3, 6, 9],
+            "socket_timeout": 2,
+            "socket_connect_timeout": 2,
+        },
         "task_default_priority": 6,
         # Publishing from the API must fail fast when Redis is down (the episode is durable);
         # tasks.pipeline.enqueue_episodes publishes with retry=False.

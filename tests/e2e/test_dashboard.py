@@ -237,6 +237,9 @@ def test_every_page_renders_without_errors(
         _prepare(page, name)
         _wait(page, ready, name)
         assert page.locator(".notice.error").count() == 0, (name, page.inner_text("#page"))
+        if name == "pipeline":  # the capture backlog, as /v1/pipeline reports it
+            assert "of 5000 before captures get 429" in page.inner_text("#backlog-waiting")
+            assert "drains in" in page.inner_text("#backlog-drain").lower()
         page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
     assert errors == []
 

@@ -16,9 +16,28 @@ function overview(ctx, data) {
   return h("div", {},
     card("Episodes by status", h("div", { class: "stats-row" }, STATUS_ORDER.map((s) =>
       stat(s, String(data.episodes[s] ?? 0))), stat("dead letters", String(data.dead_letters)))),
+    data.backlog ? backlog(data.backlog) : null,
     card("Queues", h("div", { class: "stats-row" }, Object.entries(data.queues).map(([q, n]) =>
       stat(q, n === null ? "?" : String(n), n === null ? "Redis unreachable" : "waiting"))),
     h("div", { class: "card-foot" }, flower)));
+}
+
+function drainTime(seconds) {
+  if (seconds === null || seconds === undefined) return "?";
+  if (seconds < 90) return `${Math.round(seconds)} s`;
+  return `${Math.round(seconds / 60)} min`;
+}
+
+// Captures wait here for extraction; at the limit they are answered 429 (clients resend).
+function backlog(data) {
+  const limit = data.limit > 0 ? `of ${data.limit} before captures get 429` : "no limit";
+  const pace = data.drain_seconds === null ? "nothing finished in the last minute"
+    : "at the last minute's pace";
+  return card("Capture backlog", h("div", { class: "stats-row", id: "backlog" },
+    h("div", { id: "backlog-waiting" }, stat("waiting", String(data.queued), limit)),
+    h("div", { id: "backlog-drain" }, stat("drains in", drainTime(data.drain_seconds), pace))),
+  data.full ? notice("Full: captures are answered 429 with Retry-After until it drains.",
+    "warn") : null);
 }
 
 function deadLetters(ctx, letters, refresh) {
