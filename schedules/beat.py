@@ -100,12 +100,22 @@ def sleep_crontab(settings: Settings) -> crontab:
     return crontab(minute=0, hour=settings.sleep.consolidation_hour)
 
 
+# Periodic runs go ahead of what traffic puts on the same queue (access batches, at the
+# default priority 6): behind a long queue the re-publish sweep, which recovers captures
+# whose message was lost, would expire before a worker got to it.
+SWEEP_PRIORITY = 0
+
+
 def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
     return {
         entry.name: {
             "task": entry.task,
             "schedule": entry.every,
-            "options": {"queue": entry.queue, "expires": _expiry_seconds(entry.every)},
+            "options": {
+                "queue": entry.queue,
+                "expires": _expiry_seconds(entry.every),
+                "priority": SWEEP_PRIORITY,
+            },
         }
         for entry in schedule_entries(settings)
     }

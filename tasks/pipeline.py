@@ -12,6 +12,7 @@ import traceback
 import uuid
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from typing import Any
 
 from memory.clients.embedder import get_embedder
 from memory.clients.llm import LlmClient, LlmOutputError, get_llm_client
@@ -77,6 +78,16 @@ def schedule_embedding() -> None:
             embed_notes.apply_async(priority=PRIORITY_EMBED)
     except Exception as exc:  # redis-py and kombu raise several unrelated types
         raise TransientError(f"could not schedule the embedding: {exc}") from exc
+
+
+def publish_follow_up(task: Any, args: tuple[Any, ...] = (), **options: Any) -> None:
+    """Enqueue the next stage once this one committed. A broker error here is transient:
+    the task is retried (what it did is found done, and embedded notes still undecided
+    come back as stale), never dead-lettered as if its work had failed."""
+    try:
+        task.apply_async(args, **options)
+    except Exception as exc:  # redis-py and kombu raise several unrelated types
+        raise TransientError(f"could not enqueue {task.name}: {exc}") from exc
 
 
 @app.task(base=DbTask, bind=True, name="tasks.pipeline.process_episodes")
@@ -153,9 +164,9 @@ def embed_notes(self: DbTask) -> int:
             sparse_encoder=get_sparse_encoder(settings),
         )
     if done.note_ids:
-        decide.apply_async(([str(i) for i in done.note_ids],), priority=PRIORITY_DECIDE)
+        publish_follow_up(decide, ([str(i) for i in done.note_ids],), priority=PRIORITY_DECIDE)
     if len(done.embedded) >= batch:
-        embed_notes.apply_async(priority=PRIORITY_EMBED)  # more backlog: keep draining
+        publish_follow_up(embed_notes, priority=PRIORITY_EMBED)  # more backlog: keep draining
     return len(done.embedded)
 
 
@@ -180,7 +191,7 @@ def decide(self: DbTask, note_ids: list[str]) -> int:
         str(o.active_id) for o in outcomes if o.active_id and o.decision.action in ("ADD", "UPDATE")
     ]
     if created:
-        link.apply_async((created,), priority=PRIORITY_DECIDE)
+        publish_follow_up(link, (created,), priority=PRIORITY_DECIDE)
     return len(outcomes)
 
 
@@ -195,7 +206,8 @@ def link(self: DbTask, note_ids: list[str]) -> int:
         if not settings.llm.configured:
             evolve_by_keywords(session=session, linked=linked)
     if settings.llm.configured and any(linked.values()):
-        evolve.apply_async(({str(k): [str(v) for v in vs] for k, vs in linked.items() if vs},))
+        pairs = {str(k): [str(v) for v in vs] for k, vs in linked.items() if vs}
+        publish_follow_up(evolve, (pairs,))
     return sum(len(v) for v in linked.values())
 
 

@@ -90,3 +90,10 @@ def test_notes_derived_under_an_earlier_rule_are_rebuilt_hourly_on_the_maintenan
     assert entry["task"] == "tasks.maintenance.rebuild_derived" in app.tasks
     assert entry["schedule"] == timedelta(hours=1)
     assert entry["options"]["queue"] == "maintenance"
+
+
+def test_every_periodic_run_goes_ahead_of_traffic_on_its_queue() -> None:
+    # Message priorities run 0 (first) to 9; accesses and other traffic use the default.
+    entries = beat_schedule(load_settings()).values()
+    assert {entry["options"]["priority"] for entry in entries} == {0}
+    assert app.conf.task_default_priority > 0
