@@ -195,6 +195,9 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
         "share_429": tally.capture_statuses.count(429) / captures if captures else 0.0,
         "searchable_seconds": summarise(searchable),
         "not_searchable": len(finished) - len(searchable),
+        "not_searchable_outcomes": _counts(
+            [f"{f.status}/{f.decision}" for f in finished if not f.searchable]
+        ),
         "drained": drained,
         "search_seconds": summarise(tally.searches),
         "searches_per_second": len(tally.searches) / elapsed,
