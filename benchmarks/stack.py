@@ -24,6 +24,7 @@ from typing import IO
 
 import httpx
 
+from memory.runtime.api_process import api_command, api_environment, usable_cores
 from memory.runtime.embedded import free_port, redis_executable, wait_for_redis
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,6 +51,7 @@ class BenchStack:
         keep: bool = False,
         tenant_id: str = "bench",
         home: Path | None = None,
+        api_workers: int | None = None,
     ) -> None:
         self.workers = workers
         self.concurrency = concurrency
@@ -58,6 +60,7 @@ class BenchStack:
         self.api = api
         self.keep = keep
         self.tenant_id = tenant_id
+        self.api_workers = api_workers or usable_cores()
         # A given home is reused across runs (its PostgreSQL data stays); else a temp dir.
         self.home = home or Path(tempfile.mkdtemp(prefix="muma-bench-"))
         self.home.mkdir(parents=True, exist_ok=True)
@@ -191,10 +194,13 @@ class BenchStack:
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
         log = open(self.home / f"{name}.log", "ab")  # noqa: SIM115 - closed in stop()
         self._logs.append(log)
+        env = self.service_env()
+        if name == "api":
+            env = api_environment(env, self.home)
         process = subprocess.Popen(
             argv,
             cwd=ROOT,
-            env=self.service_env(),
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -204,9 +210,9 @@ class BenchStack:
         return process
 
     def _spawn_api(self) -> None:
-        port = self.api_url.rsplit(":", 1)[1]
-        argv = [sys.executable, "-m", "uvicorn", "memory.api.app:app", "--host", "127.0.0.1"]
-        self._spawn("api", [*argv, "--port", port, "--no-access-log"])
+        """The API as `muma up` starts it: one process per core (`api_workers`)."""
+        port = int(self.api_url.rsplit(":", 1)[1])
+        self._spawn("api", api_command("127.0.0.1", port, self.api_workers))
 
     def _spawn_worker(self, name: str) -> None:
         argv = [sys.executable, "-m", "celery", "-A", "tasks.app", "worker", "-Q", QUEUES]

@@ -19,6 +19,7 @@ from memory.cli import journal as journal_commands
 from memory.cli import pin as pin_commands
 from memory.cli import reembed as reembed_commands
 from memory.cli import search as search_commands
+from memory.cli import serve as serve_commands
 from memory.cli import sleep as sleep_commands
 from memory.cli import stats as stats_commands
 from memory.cli import sync as sync_commands
@@ -50,6 +51,7 @@ def cli() -> None:
 
 
 cli.add_command(up_commands.up)
+cli.add_command(serve_commands.serve)
 cli.add_command(db_commands.db)
 cli.add_command(token_commands.tokens)
 cli.add_command(doctor_commands.doctor)

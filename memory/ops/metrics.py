@@ -24,7 +24,14 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Histogram, ProcessCollector, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+    multiprocess,
+    values,
+)
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -64,7 +71,12 @@ HTTP_LATENCY = Histogram(
     buckets=HTTP_BUCKETS,
     registry=HTTP_REGISTRY,
 )
-ProcessCollector(registry=HTTP_REGISTRY)
+# Several API processes (`muma up --api-workers`, uvicorn --workers) share one port, and a
+# scrape reaches one of them: with prometheus_client's PROMETHEUS_MULTIPROC_DIR set (muma
+# up sets it), each writes its samples to a file there and every scrape merges them all.
+MULTIPROCESS = values.ValueClass is not values.MutexValue
+if not MULTIPROCESS:  # one process: its CPU and memory are the API's
+    ProcessCollector(registry=HTTP_REGISTRY)
 
 
 def observe_request(method: str, route: str, status: int, seconds: float) -> None:
@@ -255,4 +267,8 @@ def render_metrics(tenant_id: str, redis_factory: Callable[[], Any]) -> bytes:
     """The Prometheus text exposition: HTTP/process series plus the scrape-time ones."""
     scrape = CollectorRegistry(auto_describe=False)
     scrape.register(ScrapeCollector(tenant_id, redis_factory))
-    return generate_latest(HTTP_REGISTRY) + generate_latest(scrape)
+    http = HTTP_REGISTRY
+    if MULTIPROCESS:
+        http = CollectorRegistry()
+        multiprocess.MultiProcessCollector(http)
+    return generate_latest(http) + generate_latest(scrape)

@@ -6,11 +6,12 @@ import os
 import signal
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
 from memory.config import Settings, reset_settings_cache
+from memory.runtime.api_process import api_command, api_environment, usable_cores
 from memory.runtime.credentials import ensure_credentials
 from memory.runtime.embedded import (
     free_port,
@@ -32,6 +33,8 @@ class UpOptions:
     flower_port: int = 5555
     workers: int = 1
     host: str = "127.0.0.1"
+    # API processes: one runs Python on one core at a time, so one per core.
+    api_workers: int = field(default_factory=usable_cores)
 
 
 def _redis_spec(home: Path, port: int, env: dict[str, str]) -> ProcessSpec:
@@ -44,23 +47,10 @@ def _redis_spec(home: Path, port: int, env: dict[str, str]) -> ProcessSpec:
 def service_specs(options: UpOptions, env: dict[str, str], logs: Path) -> list[ProcessSpec]:
     python = sys.executable
     celery = [python, "-m", "celery", "-A", "tasks.app"]
+    api_env = api_environment(env, Path(env["MUMA_HOME"]))
+    api = api_command(options.host, options.port, options.api_workers)
     return [
-        ProcessSpec(
-            "api",
-            [
-                python,
-                "-m",
-                "uvicorn",
-                "memory.api.app:app",
-                "--host",
-                options.host,
-                "--port",
-                str(options.port),
-                "--no-access-log",
-            ],
-            env,
-            logs / "api.log",
-        ),
+        ProcessSpec("api", api, api_env, logs / "api.log"),
         ProcessSpec(
             "worker",
             [

@@ -210,7 +210,7 @@ def test_faults_during_captures_and_searches_lose_nothing_and_answer_in_budget(
     try:
         time.sleep(8)
         load.phase = "worker killed"
-        _named(process.pid, "worker").kill()  # type: ignore[attr-defined]
+        _named(process.pid, "tasks.app worker").kill()  # type: ignore[attr-defined]
         time.sleep(8)
         redis = [_named(process.pid, "redis-server")]
         frozen = threading.Thread(target=_freeze, args=(redis, 20, load, "redis stopped"))

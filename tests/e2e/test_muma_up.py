@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from memory.runtime.embedded import free_port
+from memory.runtime.up import usable_cores
 from tests.support.up_process import ROOT, start_up, stop_up, up_env, wait_healthy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -49,7 +50,7 @@ def _wait_for_worker_priority(up_pid: int, timeout: float = 60) -> None:
     while True:
         children = _descendants(up_pid)
         api = next(p for p in children if "uvicorn" in " ".join(p.cmdline()))
-        worker = next(p for p in children if "worker" in " ".join(p.cmdline()))
+        worker = next(p for p in children if "tasks.app worker" in " ".join(p.cmdline()))
         workers = [worker, *worker.children(recursive=True)]
         seen = [p.nice() for p in workers], _autogroup_nice(worker.pid)
         if seen[0] and set(seen[0]) == {10} and seen[1] in (None, 10):
@@ -57,6 +58,29 @@ def _wait_for_worker_priority(up_pid: int, timeout: float = 60) -> None:
         assert time.monotonic() < deadline, f"worker nice / autogroup nice: {seen}"
         time.sleep(0.5)
     assert api.nice() == 0 and _autogroup_nice(api.pid) in (None, 0)
+
+
+def _api_processes_serve_one_port_and_metrics_count_them_all(
+    url: str, headers: dict[str, str], up_pid: int
+) -> None:
+    """One API process per core behind one port; /metrics, answered by any one of them,
+    counts the requests every one of them served."""
+    master = next(p for p in _descendants(up_pid) if "uvicorn" in " ".join(p.cmdline()))
+    # uvicorn's processes, not multiprocessing's resource tracker beside them
+    serving = [p for p in master.children() if "spawn_main" in " ".join(p.cmdline())]
+    assert len(serving) == usable_cores()
+    served = 40
+    for _ in range(served):  # a new connection each: the processes take turns accepting
+        with httpx.Client(timeout=5) as client:
+            answer = client.get(f"{url}/v1/system/status", headers=headers)
+            assert answer.status_code == 200
+    route = 'method="GET",route="/v1/system/status",status="200"'
+    series = f"muma_http_request_duration_seconds_count{{{route}}}"
+    for _ in range(3):  # whichever process answers the scrape sees them all
+        scraped = httpx.get(f"{url}/metrics", headers=headers, timeout=10)
+        assert scraped.status_code == 200, scraped.text
+        [line] = [line for line in scraped.text.splitlines() if line.startswith(series)]
+        assert float(line.rsplit(" ", 1)[1]) == served + 1, line  # +1: the caller's
 
 
 def test_up_serves_restarts_children_and_stops_cleanly(tmp_path: Path) -> None:
@@ -73,6 +97,7 @@ def test_up_serves_restarts_children_and_stops_cleanly(tmp_path: Path) -> None:
         status = httpx.get(f"{url}/v1/system/status", headers=headers, timeout=5)
         assert status.status_code == 200 and status.json()["embedding"]["dimension"] == 384
         assert httpx.get(f"http://127.0.0.1:{flower_port}/", timeout=5).status_code == 200
+        _api_processes_serve_one_port_and_metrics_count_them_all(url, headers, process.pid)
 
         # Another command on the same home attaches to the running servers.
         listed = subprocess.run(
@@ -87,7 +112,9 @@ def test_up_serves_restarts_children_and_stops_cleanly(tmp_path: Path) -> None:
         assert "local admin" in listed.stdout
 
         # A crashed child is reported and restarted.
-        worker = next(p for p in _descendants(process.pid) if "worker" in " ".join(p.cmdline()))
+        worker = next(
+            p for p in _descendants(process.pid) if "tasks.app worker" in " ".join(p.cmdline())
+        )
         worker.kill()
         time.sleep(3)
         wait_healthy(url, process)
