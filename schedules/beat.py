@@ -7,12 +7,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
+from celery.beat import PersistentScheduler
 from celery.schedules import crontab
 
 from memory.config import Settings, get_settings
 from tasks.app import app
+
+
+class HomeScheduler(PersistentScheduler):  # type: ignore[misc]
+    """Celery's file-backed scheduler, whose file's folder is created first (a fresh
+    MUMA_HOME on a platform that runs beat alone)."""
+
+    def setup_schedule(self) -> None:
+        Path(self.schedule_filename).parent.mkdir(parents=True, exist_ok=True)
+        super().setup_schedule()
 
 
 @dataclass(frozen=True)

@@ -81,6 +81,11 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "broker_connection_timeout": 2,
         "timezone": "UTC",
         "enable_utc": True,
+        # Beat keeps its last-run times in a file. Celery's default puts it in the working
+        # directory, where beat cannot start when that is read-only (the image's /app);
+        # under MUMA_HOME, created if missing (schedules.beat.HomeScheduler).
+        "beat_schedule_filename": str(settings.home / "celerybeat-schedule"),
+        "beat_scheduler": "schedules.beat:HomeScheduler",
         # Celery's default: task events only while a monitor asks for them. Flower turns
         # them on in every worker when it starts (and again every few seconds), so its
         # task views still fill; without a monitor, each task skips three Redis publishes

@@ -187,10 +187,15 @@ def _start(
             "started_at": time.time(),
             "database_url": env.get("MUMA_DATABASE_URL", settings.database_url),
             "redis_url": env.get("MUMA_REDIS_URL", settings.redis_url),
+            # The children see both URLs set: what they point at is said here.
+            "database": "embedded" if settings.embedded_database else "external",
+            "redis": "embedded" if settings.embedded_redis else "external",
             "api_url": api_url,
             "flower_url": f"http://{options.host}:{options.flower_port}",
         },
     )
+    report(f"Database   {'embedded PostgreSQL' if settings.embedded_database else 'external'}")
+    report(f"Redis      {'embedded' if settings.embedded_redis else 'external'}")
     report(f"API        {api_url}   (OpenAPI: {api_url}/docs)")
     report(f"Dashboard  {api_url}/dashboard")
     report(f"Flower     http://{options.host}:{options.flower_port}")

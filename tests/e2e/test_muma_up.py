@@ -96,6 +96,8 @@ def test_up_serves_restarts_children_and_stops_cleanly(tmp_path: Path) -> None:
         headers = {"Authorization": f"Bearer {credentials['admin_token']}"}
         status = httpx.get(f"{url}/v1/system/status", headers=headers, timeout=5)
         assert status.status_code == 200 and status.json()["embedding"]["dimension"] == 384
+        # The children get the embedded servers' URLs; the status still says what they are.
+        assert (status.json()["database"], status.json()["redis"]) == ("embedded", "embedded")
         assert httpx.get(f"http://127.0.0.1:{flower_port}/", timeout=5).status_code == 200
         _api_processes_serve_one_port_and_metrics_count_them_all(url, headers, process.pid)
 

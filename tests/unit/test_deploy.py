@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -74,3 +76,32 @@ def test_the_api_server_runs_on_uvloop_and_httptools() -> None:
         assert type(loop).__module__.startswith("uvloop"), type(loop)
     finally:
         loop.close()
+
+
+def _services() -> dict[str, Any]:
+    return yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())["services"]
+
+
+def test_nothing_starts_before_the_migrations_succeeded() -> None:
+    services = _services()
+    for name in ("web", "worker", "beat", "flower"):
+        wanted = services[name]["depends_on"]["release"]["condition"]
+        assert wanted == "service_completed_successfully", name
+    assert "release" not in services["release"]["depends_on"]
+
+
+def test_flower_asks_for_a_password_and_is_not_published() -> None:
+    flower = _services()["flower"]
+    assert "ports" not in flower
+    assert flower["environment"]["FLOWER_BASIC_AUTH"].startswith("${FLOWER_BASIC_AUTH:?")
+
+
+def test_muma_home_survives_a_restart_and_the_image_serves_the_api() -> None:
+    dockerfile = (ROOT / "docker" / "Dockerfile").read_text()
+    home = re.search(r"MUMA_HOME=(\S+)", dockerfile)
+    assert home is not None
+    for name in ("web", "worker", "beat", "flower"):
+        assert f"mumahome:{home.group(1)}" in _services()[name]["volumes"], name
+    cmd = re.search(r"^CMD \[(.*)\]$", dockerfile, re.M)
+    assert cmd is not None
+    assert " ".join(json.loads(f"[{cmd.group(1)}]")) == _services()["web"]["command"]

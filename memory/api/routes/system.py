@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 
 from memory import __version__
 from memory.api.deps import PrincipalDep
-from memory.config import get_settings
+from memory.config import Settings, get_settings
 from memory.ops.health import (
     check_database,
     check_redis,
@@ -23,6 +23,7 @@ from memory.ops.health import (
     queue_depths,
     run_checks,
 )
+from memory.runtime.embedded import read_runtime_file
 
 router = APIRouter()
 
@@ -46,6 +47,21 @@ async def healthz() -> JSONResponse:
     return JSONResponse(body, status_code=200 if healthy else 503)
 
 
+def servers(settings: Settings) -> dict[str, str]:
+    """Embedded or external, for the database and Redis. Under `muma up` the processes
+    are given the embedded servers' URLs like external ones; its runtime record says
+    which they are."""
+    found = {
+        "database": "external" if settings.database_url else "embedded",
+        "redis": "external" if settings.redis_url else "embedded",
+    }
+    runtime = read_runtime_file(settings.home) or {}
+    for server, url in (("database", settings.database_url), ("redis", settings.redis_url)):
+        if url and runtime.get(f"{server}_url") == url and runtime.get(server) == "embedded":
+            found[server] = "embedded"
+    return found
+
+
 @router.get("/v1/system/status", tags=["system"])
 def system_status(principal: PrincipalDep) -> dict[str, Any]:
     settings = get_settings()
@@ -60,7 +76,6 @@ def system_status(principal: PrincipalDep) -> dict[str, Any]:
             "configured": settings.llm.configured,
             "model": settings.llm.model if settings.llm.configured else None,
         },
-        "database": "external" if settings.database_url else "embedded",
-        "redis": "external" if settings.redis_url else "embedded",
+        **servers(settings),
         "queues": queue_depths() if principal.user_id is None else {},
     }
