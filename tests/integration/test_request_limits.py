@@ -4,6 +4,7 @@ Retry-After on the API), never a 500 after the pool's default 30 s."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -12,12 +13,10 @@ import pytest
 from sqlalchemy import text
 
 from memory.config import reset_settings_cache
-from memory.db import dispose_engines, limit_statements, session_scope
+from memory.db import POOL_CONNECTIONS, dispose_engines, limit_statements, session_scope
 from memory.errors import TransientError
 
 pytestmark = pytest.mark.integration
-# The service engine's pool: 5 connections and 10 overflow ones.
-POOL_CONNECTIONS = 15
 
 
 @pytest.fixture()
@@ -70,3 +69,35 @@ def test_a_wait_on_a_lock_ends_at_lock_timeout(fresh_engines: None) -> None:
         with pytest.raises(TransientError, match="lock timeout"), session_scope() as waiter:
             waiter.execute(lock)
         assert time.monotonic() - started < 2
+
+
+def _sessions_opened() -> int:
+    with session_scope() as session:
+        return int(
+            session.execute(
+                text("SELECT sessions FROM pg_stat_database WHERE datname = current_database()")
+            ).scalar_one()
+        )
+
+
+def test_concurrent_requests_reuse_the_pools_connections(fresh_engines: None) -> None:
+    """In steady state no request opens a connection: the pool keeps what it opened."""
+    barrier = threading.Barrier(12)
+
+    def request() -> None:
+        with session_scope() as session:
+            session.execute(text("SELECT 1"))
+            barrier.wait(5)  # all twelve hold a connection at once
+
+    def burst() -> None:
+        threads = [threading.Thread(target=request) for _ in range(12)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(10)
+
+    burst()  # opens what twelve at once need
+    before = _sessions_opened()
+    for _ in range(3):
+        burst()
+    assert _sessions_opened() - before == 0
