@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
+import subprocess
 import threading
 import time
 import uuid
@@ -116,9 +117,10 @@ class Load:
 class Output:
     """`muma up`'s output, read as it comes."""
 
-    def __init__(self, process: psutil.Popen | object) -> None:
+    def __init__(self, process: subprocess.Popen[str]) -> None:
         self.lines: list[str] = []
-        stream = process.stdout  # type: ignore[attr-defined]
+        stream = process.stdout
+        assert stream is not None
         threading.Thread(
             target=lambda: self.lines.extend(iter(stream.readline, "")), daemon=True
         ).start()
@@ -154,7 +156,7 @@ def _named(up_pid: int, word: str) -> psutil.Process:
 
 
 @pytest.fixture()
-def service(tmp_path: Path) -> Iterator[tuple[str, Path, object, Output]]:
+def service(tmp_path: Path) -> Iterator[tuple[str, Path, subprocess.Popen[str], Output]]:
     home = tmp_path / "muma-home"
     port, flower_port = free_port(), free_port()
     url = f"http://127.0.0.1:{port}"
@@ -200,7 +202,7 @@ def _health_while(url: str, seconds: float) -> list[tuple[int, float]]:
 
 
 def test_faults_during_captures_and_searches_lose_nothing_and_answer_in_budget(
-    service: tuple[str, Path, object, Output],
+    service: tuple[str, Path, subprocess.Popen[str], Output],
 ) -> None:
     url, home, process, output = service
     token = json.loads((home / "credentials.json").read_text())["agent_token"]
@@ -210,7 +212,7 @@ def test_faults_during_captures_and_searches_lose_nothing_and_answer_in_budget(
     try:
         time.sleep(8)
         load.phase = "worker killed"
-        _named(process.pid, "tasks.app worker").kill()  # type: ignore[attr-defined]
+        _named(process.pid, "tasks.app worker").kill()
         time.sleep(8)
         redis = [_named(process.pid, "redis-server")]
         frozen = threading.Thread(target=_freeze, args=(redis, 20, load, "redis stopped"))
@@ -228,7 +230,7 @@ def test_faults_during_captures_and_searches_lose_nothing_and_answer_in_budget(
         load.phase = "postmaster killed"
         _postgres_processes(home)[0].kill()
         output.wait_for("PostgreSQL restarted", timeout=60)
-        wait_healthy(url, process, timeout=60)  # type: ignore[arg-type]
+        wait_healthy(url, process, timeout=60)
         load.phase = "recovered"
         time.sleep(8)
     finally:
