@@ -185,11 +185,12 @@ def start_worker(
     env: dict[str, str], *, name: str, concurrency: int = 2
 ) -> subprocess.Popen[bytes]:
     """A real Celery worker process on every queue."""
+    from tests.support.lifeline import lifeline_argv
     from tests.support.stack import worker_argv
 
     log = open(TEST_HOME / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
     return subprocess.Popen(
-        worker_argv(f"{name}@%h", concurrency),
+        lifeline_argv(worker_argv(f"{name}@%h", concurrency)),
         cwd=ROOT,
         env=env,
         stdout=log,

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 
 from memory.runtime.embedded import free_port, redis_argv, wait_for_redis
+from tests.support.lifeline import lifeline_argv
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -76,7 +77,7 @@ class Stack:
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
         log = open(self.home / f"{name}.log", "ab")  # noqa: SIM115 - lives with the process
         process = subprocess.Popen(
-            argv,
+            lifeline_argv(argv),
             cwd=ROOT,
             env=self.env,
             stdout=log,

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import httpx
 
+from tests.support.lifeline import lifeline_argv
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -22,17 +24,9 @@ def up_env(home: Path) -> dict[str, str]:
 
 
 def start_up(home: Path, port: int, flower_port: int, **env: str) -> subprocess.Popen[str]:
+    up = ["-m", "memory.cli.main", "up", "--port", str(port), "--flower-port", str(flower_port)]
     return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "memory.cli.main",
-            "up",
-            "--port",
-            str(port),
-            "--flower-port",
-            str(flower_port),
-        ],
+        lifeline_argv([sys.executable, *up]),
         cwd=ROOT,
         env={**up_env(home), **env},
         stdout=subprocess.PIPE,
