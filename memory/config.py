@@ -151,7 +151,8 @@ class SparseSettings(_Section):
     # None: where `make install` puts the files (<venv>/share/muma/splade-tiny).
     model_dir: Path | None = None
     # Weight of its channel in a search's scores: relevance + weight · spread · (z(own) +
-    # z(window)) over the scored candidates (chosen on LoCoMo, benchmarks/README.md).
+    # z(window)) over the scored candidates (chosen on LoCoMo's candidates,
+    # `benchmarks/results/locomo-sparse-s27.json`).
     weight: float = Field(0.1, ge=0, le=1)
     # The projection onto the terms with int8 weights (about a quarter of its time; the
     # activations at cosine 0.9996 or more to float's over 300 LoCoMo questions) or float32.
@@ -201,7 +202,8 @@ class PipelineSettings(_Section):
     # A capture's task that waited this long in the queue (the workers are behind) also
     # extracts older waiting episodes, so the later stages get batches (tasks.pipeline).
     # The queue settles near this wait under load: 1.0 held capture→searchable at ~1.2 s
-    # at 50 episodes/s, 0.1 at ~0.2 s for the same CPU (benchmarks/README.md, session 10).
+    # at 50 episodes/s, 0.1 at ~0.2 s for the same CPU (commit bdc0e90,
+    # `benchmarks/results/ingest-s10-backlog*.json`).
     backlog_seconds: float = Field(0.1, gt=0, le=60)
     # The workers' nice value (0-19): background work yields the CPUs to the API's
     # captures and searches on a shared machine, and still gets every idle cycle.
@@ -244,6 +246,9 @@ class SyncSettings(_Section):
     agent_id: str = Field("user", min_length=1, max_length=128)
 
 
+BROKER_URL_PATTERN = r"^(redis|rediss|amqp|amqps|pyamqp)://"
+
+
 class Settings(BaseSettings):
     """One validated configuration; invalid values fail at start naming the key."""
 
@@ -254,6 +259,10 @@ class Settings(BaseSettings):
     home: Path = Path("~/.local/share/muma")
     database_url: str | None = None
     redis_url: str | None = None
+    # The tasks' broker when it is not MUMA_REDIS_URL's Redis: RabbitMQ
+    # (amqp://user:password@host:5672/vhost) or another Redis. Redis still holds working
+    # memory, events and token revocations (docs/operations.md, "Brokers").
+    broker_url: Annotated[str, Field(pattern=BROKER_URL_PATTERN)] | None = None
     # shared_buffers of the embedded PostgreSQL: "auto" (a quarter of RAM, 128 MB-4 GB) or
     # a size such as "512MB" (memory/runtime/pg_memory.py).
     embedded_shared_buffers: Annotated[str, Field(pattern=SHARED_BUFFERS_PATTERN)] = "auto"

@@ -9,9 +9,9 @@ from celery import Celery
 from celery.signals import celeryd_after_setup, worker_process_init
 from kombu import Queue
 
+from memory.clients.broker import broker_url
 from memory.config import Settings, get_settings
-from memory.errors import TransientError
-from memory.runtime.embedded import resolve_redis_url
+from tasks.broker import DEFAULT_PRIORITY, broker_settings
 
 log = logging.getLogger(__name__)
 
@@ -42,17 +42,10 @@ TASK_ROUTES: dict[str, dict[str, str]] = {
 }
 
 
-def broker_url(settings: Settings) -> str:
-    try:
-        return resolve_redis_url(settings.redis_url, settings.home)
-    except TransientError:
-        # Nothing known yet: publishing will fail and episodes stay `queued` for the sweep.
-        return "redis://127.0.0.1:1/0"
-
-
 def celery_config(settings: Settings) -> dict[str, Any]:
+    url = broker_url(settings)
     return {
-        "broker_url": broker_url(settings),
+        "broker_url": url,
         "task_serializer": "json",
         "result_serializer": "json",
         "accept_content": ["json"],
@@ -64,18 +57,10 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_queues": [Queue(name) for name in QUEUES],
         "task_routes": TASK_ROUTES,
         "broker_connection_retry_on_startup": True,
-        # Message priorities 0 (first) to 9; see tasks.pipeline for who gets which.
-        # socket_timeout: a publish to a Redis that stopped answering (frozen, a dead
-        # peer behind NAT) fails after 2 s instead of waiting forever (kombu's default);
-        # a capture is stored first, so it is acknowledged and the sweep publishes it.
-        # Above brpop_timeout (1 s), so a consumer's BRPOP is never cut short.
-        "broker_transport_options": {
-            "visibility_timeout": 3600,
-            "priority_steps": [0, 3, 6, 9],
-            "socket_timeout": 2,
-            "socket_connect_timeout": 2,
-        },
-        "task_default_priority": 6,
+        # Message priorities 0 (first) to 9 on either broker (tasks.broker); see
+        # tasks.pipeline for who gets which.
+        **broker_settings(url),
+        "task_default_priority": DEFAULT_PRIORITY,
         # Publishing from the API must fail fast when Redis is down (the episode is durable);
         # tasks.pipeline.enqueue_episodes publishes with retry=False.
         "broker_connection_timeout": 2,
@@ -98,7 +83,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
 
 
 def create_celery_app(settings: Settings | None = None) -> Celery:
-    app = Celery("muma", include=TASK_MODULES)
+    # The AMQP class publishes MUMA's priorities as the broker reads them (tasks.broker).
+    app = Celery("muma", include=TASK_MODULES, amqp="tasks.broker:BrokerAMQP")
     app.conf.update(celery_config(settings or get_settings()))
     return app
 

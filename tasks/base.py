@@ -15,6 +15,7 @@ from memory.config import get_settings
 from memory.db import session_scope
 from memory.errors import TransientError
 from memory.ops.dead_letters import TaskFailure, record_task_failure
+from tasks.broker import muma_priority
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,14 @@ class DbTask(Task):  # type: ignore[misc]
         except TransientError as exc:
             # Past max_retries Celery raises `exc` itself, and on_failure dead-letters it.
             raise self.retry(exc=exc, countdown=self.retry_delay(self.request.retries)) from exc
+
+    def signature_from_request(self, *args: Any, **kwargs: Any) -> Any:
+        """A retry's message, with the priority its delivery carried read back as MUMA's
+        (on RabbitMQ it was published mirrored: tasks.broker)."""
+        signature = super().signature_from_request(*args, **kwargs)
+        delivered = signature.options.get("priority")
+        signature.options["priority"] = muma_priority(delivered, self.app.conf.broker_url)
+        return signature
 
     def retry_delay(self, retries: int) -> float:
         """Seconds before the retry after `retries` earlier retries: exponential in the

@@ -21,6 +21,11 @@ def _client_for(url: str) -> redis.Redis:
     )
 
 
+def get_redis_at(url: str) -> redis.Redis:
+    """This process's client of the Redis at `url` (a broker other than MUMA_REDIS_URL)."""
+    return _client_for(url)
+
+
 def get_redis(settings: Settings | None = None) -> redis.Redis:
     settings = settings or get_settings()
     return _client_for(resolve_redis_url(settings.redis_url, settings.home))

@@ -9,13 +9,12 @@ from typing import Any
 
 from sqlalchemy import text
 
-from memory.clients.redis import get_redis
+from memory.clients.broker import PRIORITY_SUFFIXES, amqp_queue_depths, broker_url, is_amqp
+from memory.clients.redis import get_redis, get_redis_at
+from memory.config import get_settings
 from memory.db import get_engine
 
 QUEUE_NAMES = ("ingest", "embed", "llm", "maintenance")
-# kombu's Redis transport keeps one list per priority step: "<queue>\x06\x16<priority>"
-# (priority 0 uses the bare name); see broker_transport_options in tasks/app.py.
-PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
 # How long a worker ping waits for answers.
 WORKER_PING_SECONDS = 1.0
 
@@ -69,10 +68,12 @@ def check_workers(*, count_all: bool = True) -> dict[str, Any]:
 
 
 def queue_depths() -> dict[str, int | None]:
-    """Messages waiting per queue (None when Redis cannot be reached)."""
+    """Messages waiting per queue (None when the broker cannot be reached)."""
+    url = broker_url(get_settings())
     try:
-        client = get_redis()
-        pipe = client.pipeline(transaction=False)
+        if is_amqp(url):
+            return amqp_queue_depths(url, QUEUE_NAMES)
+        pipe = get_redis_at(url).pipeline(transaction=False)
         for name in QUEUE_NAMES:
             for suffix in PRIORITY_SUFFIXES:
                 pipe.llen(name + suffix)

@@ -9,8 +9,9 @@ SIGKILLed while more turns arrive: the other web process keeps answering, the wo
 back as a platform restarts it, and every acknowledged turn is settled, none lost.
 
 Servers: the machine's own PostgreSQL 15 (pgvector built into it by
-`scripts/portable-pgvector.sh --system 15`, which `make test` runs) and Redis, and the
-embedded PostgreSQL 18 run as an external server; each with a Redis database of its own.
+`scripts/portable-pgvector.sh --system 15`, which `make test` runs) and Redis, the same with
+the machine's RabbitMQ as the broker (a virtual host of its own), and the embedded
+PostgreSQL 18 run as an external server; each with a Redis database of its own.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from memory.runtime.embedded import free_port, start_postgres, stop_postgres
 from tests.conftest import worker_broker_url
 from tests.support.helpers import wait_until
 from tests.support.lifeline import lifeline_argv
+from tests.support.rabbitmq import rabbitmq_vhost
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -118,8 +120,8 @@ class Shape:
         self.processes[name] = process
         return process
 
-    def log(self, name: str) -> str:
-        return (self.home / f"{name}.log").read_text(errors="replace")[-3000:]
+    def log(self, name: str, tail: int = 3000) -> str:
+        return (self.home / f"{name}.log").read_text(errors="replace")[-tail:]
 
     def kill(self, name: str) -> None:
         os.killpg(self.processes[name].pid, signal.SIGKILL)
@@ -145,9 +147,12 @@ def muma(env: dict[str, str], *args: str) -> str:
     return done.stdout
 
 
-@pytest.fixture(params=["machine", "embedded"])
+@pytest.fixture(params=["machine", "machine+rabbitmq", "embedded"])
 def shape(request: pytest.FixtureRequest, redis_url: str, tmp_path: Path) -> Iterator[Shape]:
-    with external_postgres(request.param, tmp_path) as database_url:
+    servers, _, broker = request.param.partition("+")
+    with contextlib.ExitStack() as stack:
+        database_url = stack.enter_context(external_postgres(servers, tmp_path))
+        brokers = {"MUMA_BROKER_URL": stack.enter_context(rabbitmq_vhost())} if broker else {}
         env = {k: v for k, v in os.environ.items() if not k.startswith(("MUMA_", "PYTEST"))}
         env.update(
             PATH=f"{ROOT / '.venv' / 'bin'}:{env['PATH']}",
@@ -157,6 +162,7 @@ def shape(request: pytest.FixtureRequest, redis_url: str, tmp_path: Path) -> Ite
             # A turn whose worker died is published again after this long (default 60 s).
             MUMA_PIPELINE__STUCK_AFTER_SECONDS="10",
             FLOWER_BASIC_AUTH="ops:shape-test",
+            **brokers,
         )
         shape = Shape(tmp_path, env)
         try:
@@ -241,6 +247,12 @@ def test_the_procfiles_roles_on_external_servers_lose_nothing(shape: Shape) -> N
 
     for name, process in shape.processes.items():
         assert name == "web1" or process.poll() is None, f"{name} exited: {shape.log(name)}"
+    broker = "amqp://" if "MUMA_BROKER_URL" in env else "redis://"
+    worker_log = shape.log("worker-embed", tail=10**6)
+    assert f"Connected to {broker}" in worker_log, worker_log[-3000:]
+    status = httpx.get(f"{urls['web2']}/v1/system/status", headers=headers, timeout=10).json()
+    assert status["broker"] == ("rabbitmq" if broker == "amqp://" else "redis")
+    assert status["database"] == status["redis"] == "external"
     # Flower answers only with its credentials.
     flower = f"http://127.0.0.1:{flower_port}/api/workers"
     wait_until(lambda: _answers(flower), timeout=60)

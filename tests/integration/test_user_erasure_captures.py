@@ -14,6 +14,7 @@ import redis
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
+from memory.clients.broker import PRIORITY_SUFFIXES
 from memory.config import load_settings
 from memory.db import session_scope
 from memory.episodes import service as episode_service
@@ -21,7 +22,6 @@ from memory.episodes.service import EpisodeInput, capture_episodes
 from memory.erasure.guard import BeingErasedError
 from memory.erasure.runner import run_erasure
 from memory.erasure.users import start_erasure
-from memory.ops.health import PRIORITY_SUFFIXES
 from memory.ops.models import DeadLetter
 from tasks.app import create_celery_app
 from tests.conftest import (

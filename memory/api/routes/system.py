@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 
 from memory import __version__
 from memory.api.deps import PrincipalDep
+from memory.clients.broker import broker_url, is_amqp
 from memory.config import Settings, get_settings
 from memory.ops.health import (
     check_database,
@@ -77,5 +78,6 @@ def system_status(principal: PrincipalDep) -> dict[str, Any]:
             "model": settings.llm.model if settings.llm.configured else None,
         },
         **servers(settings),
+        "broker": "rabbitmq" if is_amqp(broker_url(settings)) else "redis",
         "queues": queue_depths() if principal.user_id is None else {},
     }
