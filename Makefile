@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install pgvector system-pgvector sparse-model run test test-python test-plugin browser lint clean
+.PHONY: install pgvector system-pgvector sparse-model run test test-python test-plugin docs browser lint clean
 
 install: $(STAMP) pgvector sparse-model
 
@@ -33,7 +33,7 @@ sparse-model: $(STAMP)
 run: install
 	$(VENV)/bin/muma up
 
-test: install test-python test-plugin
+test: install docs test-python test-plugin
 
 test-python: install browser system-pgvector
 	$(VENV)/bin/pytest
@@ -41,6 +41,12 @@ test-python: install browser system-pgvector
 # The dashboard's browser tests drive Debian's chromium (Playwright cannot download one here).
 browser:
 	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+
+# The documentation site: reference pages generated from the code into docs/reference/
+# (git-ignored), then built into build/site; strict, so a broken link or anchor fails.
+docs: install
+	$(PY) -m scripts.gen_docs
+	$(VENV)/bin/mkdocs build --strict --quiet
 
 test-plugin:
 	@if [ -x plugin/scripts/test.sh ]; then plugin/scripts/test.sh; else echo "plugin: no tests yet"; fi

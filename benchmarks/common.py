@@ -67,8 +67,8 @@ def shared_memory_mb(meminfo: Path = Path("/proc/meminfo")) -> float | None:
 
     PostgreSQL's buffer pool is shared memory the kernel allocates and zeroes a page at a
     time when first touched, so a measurement during which this grows ran while the pool
-    was still filling, each new page costing a page fault (benchmarks/README.md,
-    session 31)."""
+    was still filling, each new page costing a page fault (the latency runs of commit
+    9700a75)."""
     try:
         for line in meminfo.read_text().splitlines():
             name, _, value = line.partition(":")

@@ -88,7 +88,7 @@ def parse_args() -> argparse.Namespace:
         choices=WARMUP_MIXES,
         default="measured",
         help="the warm-up's requests: the measured kinds in their proportions (default), "
-        "or unfiltered searches only (sessions 1-31)",
+        "or unfiltered searches only (the warm-up before 2c48abc)",
     )
     p.add_argument("--index-memory", default="3GB", help="maintenance_work_mem for builds")
     p.add_argument(
@@ -162,7 +162,7 @@ def ensure_data(stack: BenchStack, plan: dict[str, int], args: argparse.Namespac
             progress["indexes"] = build_indexes(conn, memory=args.index_memory, log=log)
             progress.pop("graphs", None)
             write_progress(stack.home, progress)
-    # "graphs" since session 18's domain graphs (a home with only "user_graphs" lacks them).
+    # "graphs" since the domain graphs (58f39da; a home with only "user_graphs" lacks them).
     if "graphs" not in progress:
         progress["graphs"] = build_user_graphs()
         write_progress(stack.home, progress)

@@ -7,8 +7,9 @@ the page cache, benchmarks/README.md "## Latency"). Two APIs answering the same 
 back to back see the same cache, and the order alternates so neither always gets the
 pages the other just read. Both APIs are started alike, and the difference is reported
 balanced for the order too (`benchmarks.paired`): answering second was worth 3.9-5.7 ms
-at 100k notes in session 32. Uses the data of a `benchmarks.latency` home (load it first
-with `--load-only`); the other revision must use the same schema.
+at 100k notes in the A/A runs of `benchmarks/results/latency-ab-s32-aa-*.json`. Uses the
+data of a `benchmarks.latency` home (load it first with `--load-only`); the other revision
+must use the same schema.
 
     .venv/bin/python -m benchmarks.latency_ab --home /tmp/muma-latency --base-rev HEAD~1
 """

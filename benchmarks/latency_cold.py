@@ -14,9 +14,9 @@ should swap the two users' roles.
 ```
 
 `--other-files` reads the other user's files ahead too, but not its `notes` rows, so the
-two users differ by the rows alone (session 18). `--no-wait` searches while the
-read-ahead runs (as the API does: it starts the read-ahead
-after a user's search is answered); without it the read-ahead finishes first.
+two users differ by the rows alone. `--no-wait` searches while the read-ahead runs (as
+the API does: it starts the read-ahead after a user's search is answered); without it
+the read-ahead finishes first.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ questions: the partition's HNSW scan with the filter in the mirror, under each
 `hnsw.max_scan_tuples` given, asked for the dense route's pool of 200 (time, rows, how
 many queries came up short of the route's 100, and how much of the slice's exact top 20
 it found), next to the exact ranking of the slice (`(embedding <=> q) + 0`, top 400).
-This is how `retrieval.filtered_scan_tuples` was chosen (benchmarks/README.md, session 12).
+This is how `retrieval.filtered_scan_tuples` was chosen (commit 151f653,
+`benchmarks/results/latency-filters-s12.json`).
 
     .venv/bin/python -m benchmarks.latency_filters --home /tmp/muma-latency
     .venv/bin/python -m benchmarks.latency_filters --home /tmp/muma-latency --caps 2000,4000
@@ -46,7 +47,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--size", type=int, default=100_000, help="the users' note count")
     p.add_argument("--queries", type=int, default=10, help="questions per user")
     p.add_argument("--caps", default="1000,2000,4000,8000,20000", help="max_scan_tuples")
-    p.add_argument("--ef-search", default="40", help="hnsw.ef_search values (session 18)")
+    p.add_argument("--ef-search", default="40", help="hnsw.ef_search values")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--json", type=Path)
     return p.parse_args()

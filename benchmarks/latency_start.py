@@ -7,9 +7,9 @@ Here a freshly started API gets the largest users' measured requests (100k notes
 on the default home) of `--kinds` back to back, round-robin over the users, for
 `--seconds`: each user's first search starts its read-ahead while the others' requests
 come in. It reports p50 / p95 per kind and window of `--window` seconds, the requests
-answered, and the CPU seconds of each process. Since session 32 the kinds include the
-filtered searches, whose slice graphs the latency benchmark's warm-up now warms
-(`benchmarks.latency_workload`); `--kinds search,context` is session 30's workload.
+answered, and the CPU seconds of each process. The kinds include the filtered searches,
+whose slice graphs the latency benchmark's warm-up warms too
+(`benchmarks.latency_workload`); `--kinds search,context` is the workload before 2c48abc.
 
 Uses the data of a `benchmarks.latency` home (load it first with `--load-only`). To
 compare two revisions, run it from a `git worktree` of the other one, alternating:

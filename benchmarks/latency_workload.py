@@ -4,14 +4,14 @@ Invariants: no warm-up request repeats a measured request's text (its query embe
 would be cached and the measured request look faster); the measured requests do not
 depend on the warm-up's size or mix; the same seed gives the same requests.
 
-The warm-up's mix: `measured` (the default since session 32) draws it from the measured
+The warm-up's mix: `measured` (the default since 2c48abc) draws it from the measured
 kinds in their measured proportions, so every path a measured request takes (the
 filtered searches' slice graphs, /v1/context's pool) has been exercised before
 measuring, as on a server that has been answering such requests. `search` is the
-protocol of sessions 1-31: unfiltered searches only, so the filtered searches measured
-first met their slice graphs cold (their tails sat in a run's first third,
-benchmarks/README.md, sessions 20 and 31); a freshly started server's first requests
-are `benchmarks.latency_start`'s measure.
+earlier protocol: unfiltered searches only, so the filtered searches measured first met
+their slice graphs cold (their tails sat in a run's first third in the latency runs of
+commits 07a8587 and 6794f4b); a freshly started server's first requests are
+`benchmarks.latency_start`'s measure.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def build_requests(
     plan: dict[str, int], args: argparse.Namespace, end: datetime
 ) -> tuple[list[Sample], list[Sample]]:
     """(warm-up, measured) requests, each list shuffled by the seed (the `search` warm-up
-    is kept in user order, as before session 32)."""
+    is kept in user order, as before 2c48abc)."""
     warm: list[Sample] = []
     measured: list[Sample] = []
     for size in sorted(set(plan.values())):
@@ -92,7 +92,7 @@ def _user_requests(
 ) -> list[Sample]:
     """The user's requests of each kind, `counts[kind]` of each, their texts drawn with
     `salt`; with `avoid`, none in it nor repeated among them (the measured requests are
-    drawn without it, exactly as before session 32)."""
+    drawn without it, exactly as before 2c48abc)."""
     ident = {"user_id": profile.user_id, "agent_id": "main"}
     extra = filter_bodies(profile, end)
     seen = set(avoid) if avoid is not None else None
@@ -122,7 +122,7 @@ def _body(kind: str, text: str, ident: dict[str, str], extra: dict[str, Any]) ->
 
 
 def _search_warm_up(profile: Any, label: str, count: int, measured: set[str]) -> list[Sample]:
-    """Sessions 1-31's warm-up: `count` unfiltered searches, no measured text."""
+    """The warm-up before 2c48abc: `count` unfiltered searches, no measured text."""
     if count <= 0:
         return []
     ident = {"user_id": profile.user_id, "agent_id": "main"}

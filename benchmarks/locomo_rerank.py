@@ -4,16 +4,16 @@ Runs against a home that `benchmarks.locomo --home DIR` ingested. Every category
 question goes once through `search_notes` (no MMR, the best `--candidates`); then each
 variant re-scores those candidates in this process and MMR picks the top 20 as the
 product does (`memory.retrieval.mmr`, the product's pool size and λ), so a variant costs
-seconds instead of an ingest. The "product" row reproduces /v1/search (session 11:
-exactly). Also printed: where the evidence turns rank among the candidates.
+seconds instead of an ingest. The "product" row reproduces /v1/search (exactly, when
+checked in 69b4192). Also printed: where the evidence turns rank among the candidates.
 
     .venv/bin/python -m benchmarks.locomo_rerank --home /tmp/locomo
     .venv/bin/python -m benchmarks.locomo_rerank --home /tmp/locomo \\
         --channel-model /path/to/a/sentence-transformers/model   # needs sentence-transformers
 
 A channel model adds its cosine between question and turn (z-scored per question) to the
-candidates' scores; it re-ranks, it finds nothing new. Session 11 measured
-all-mpnet-base-v2 this way (benchmarks/README.md).
+candidates' scores; it re-ranks, it finds nothing new. all-mpnet-base-v2 was measured
+this way (`benchmarks/results/locomo-rerank-mpnet-s11.json`).
 """
 
 from __future__ import annotations

@@ -2,13 +2,13 @@
 
 Why not only the plain median of the paired differences: whichever server answers
 second finds the pages the first one just read (PostgreSQL's buffers, the page cache),
-so it is faster by an order effect (3.9-5.7 ms at 100k notes in session 32's A/A runs).
-The order alternates, so the differences form two clusters, one each side of the true
-difference, and the plain median is pulled toward whichever order had more pairs (until
-session 32 the order alternated over all requests, not within each size and kind: 67
-against 83 pairs in one group). With the orders unequal, A/A runs read up to 1.5 ms
-at 100k with 150 pairs; with them balanced, one run read every difference within 0.4
-(benchmarks/README.md, session 32).
+so it is faster by an order effect (3.9-5.7 ms at 100k notes in the A/A runs of
+`benchmarks/results/latency-ab-s32-aa-*.json`). The order alternates, so the differences
+form two clusters, one each side of the true difference, and the plain median is pulled
+toward whichever order had more pairs (before 5549906 the order alternated over all
+requests, not within each size and kind: 67 against 83 pairs in one group). With the
+orders unequal, A/A runs read up to 1.5 ms at 100k with 150 pairs; with them balanced,
+one run read every difference within 0.4 (`latency-ab-s32-aa-balanced.json`).
 
 Invariant: `balanced` is the mean of the two order-conditional medians, so an order
 effect of any size that is the same for both servers cancels in it; `second_gain` is
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class PairedDifference:
-    median: float  # median of base - this over every pair (sessions 10-31's figure)
+    median: float  # median of base - this over every pair (the figure quoted before d9d060d)
     balanced: float  # mean of the medians of base - this with each server first
     second_gain: float  # how much faster a server is when it answers second
     pairs: int

@@ -91,8 +91,9 @@ def _engine_for(url: str, *, custom_plans: bool = False, aside: bool = False) ->
         return _ENGINES[key]
     # Every connection a pool opens is kept: an overflow connection (beyond pool_size) is
     # closed when handed back, and under 20 concurrent clients the next request opened
-    # it again (86 new PostgreSQL sessions per 1,000 searches, benchmarks/README.md
-    # "Capacity"). The most a pool holds is unchanged; it opens them only as needed.
+    # it again (86 new PostgreSQL sessions per 1,000 searches,
+    # `benchmarks/results/capacity-2026-12-07.json`). The most a pool holds is unchanged;
+    # it opens them only as needed.
     pool = {"pool_size": ASIDE_CONNECTIONS if aside else POOL_CONNECTIONS, "max_overflow": 0}
     pool_timeout = get_settings().api.pool_wait_ms / 1000
     engine = create_engine(
@@ -374,7 +375,7 @@ def plan_generically(session: Session) -> None:
     rows, their vectors, their sources): their best plan does not depend on the values,
     while the read path's connections force custom plans for the routes, whose plans do
     (`_engine_for`). Planned each time, the candidates' statement alone took 0.4-0.8 ms
-    of a search (benchmarks/README.md, session 32)."""
+    of a search (commit 1b6732b)."""
     _GENERIC_PLANS.rows(session, {})
 
 

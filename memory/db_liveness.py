@@ -11,7 +11,7 @@ never sees the dead one.
 Why not `pool_pre_ping`: it pings every checkout, and a search checks out two connections
 (its own and the dense route's beside it): two round trips to PostgreSQL per search that
 answer nothing. The saving is below what a paired A/B over HTTP resolves
-(benchmarks/README.md, session 24); the round trips are simply not needed.
+(`benchmarks/results/latency-ab-s24.json`); the round trips are simply not needed.
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ def base_level_column(note: Any) -> ColumnElement[float]:
     Each access's age is computed once, in a derived table the aggregates read: written
     inside each of them, the read path's candidates statement ran past the 4,096
     characters psycopg caches its parsing for, and was parsed again on every search
-    (benchmarks/README.md, session 31)."""
+    (commit 053aade)."""
     decay = bindparam(DECAY_PARAM, type_=Float)
     access = func.unnest(note.access_times).column_valued("access")
     ages = select(_hours_since(access).label("age")).subquery("ages")

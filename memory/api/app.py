@@ -91,8 +91,8 @@ def _freeze_startup_heap() -> None:
     The modules, their constants and the model session are ~280k objects that live as
     long as the process. Each full (oldest-generation) collection walked all of them:
     about 160 ms with the GIL held, every few hundred requests (every 366 in one LoCoMo
-    run), and a /v1/context that ran into one overran its 150 ms budget
-    (benchmarks/README.md, "LoCoMo", session 10).
+    run), and a /v1/context that ran into one overran its 150 ms budget (commit 3e45346,
+    `benchmarks/results/locomo-s10-gc-freeze.json`).
     Frozen, they are never scanned; what requests allocate is collected as before.
     """
     gc.collect()

@@ -25,7 +25,7 @@ from memory.errors import ConfigError
 MAX_SEQ_LENGTH = 256  # all-MiniLM-L6-v2's sentence-transformers max_seq_length
 # Padded tokens (rows x width) per ONNX run. Small runs keep the activations in cache:
 # on LoCoMo note texts (~43 tokens) 256 cost 11.5 ms of CPU per text against 18.5 ms for
-# runs of 32 texts, one intra-op thread (benchmarks/README.md "## Ingest").
+# runs of 32 texts, one intra-op thread (commit 35d6624).
 MAX_BATCH_TOKENS = 256
 # embedding.compute → suffix of the model id (the vector space stored with each vector).
 COMPUTE_SUFFIX = {"int8": "-dynamic", "float": ""}
@@ -164,8 +164,8 @@ class OnnxEmbedder(Embedder):
         # ones VNNI CPUs make (on an AVX2 EPYC, a pair at cosine 0.692, 0.705 with exact
         # products: the conflict band saw it on one machine and not on another). This
         # runs those products exactly, as VNNI does, so a text gets the same vector on
-        # every CPU, for 10-19 % more CPU per text on AVX2 (benchmarks/README.md, session
-        # 9). CPUs with VNNI are unaffected.
+        # every CPU, for 10-19 % more CPU per text on AVX2 (commit f896cd7). CPUs with
+        # VNNI are unaffected.
         options.add_session_config_entry("session.x64quantprecision", "1")
         model: str | bytes = str(self._model_path)
         if self.compute == "int8":

@@ -6,10 +6,11 @@ MS MARCO relevance, it weights a text's own terms and adds related ones ("martia
 → art, degree), on the query side and the document side alike; a query scores a text by
 the inner product of the two. The pipeline stores each note's vector as a pgvector
 `sparsevec` beside its embedding; the read path encodes the query beside its embedding
-and reads the candidates' inner products with their rows (benchmarks/README.md, "SPLADE
-in the read path"). The model's files come from `memory.clients.sparse_model`; the BERT
-forward pass is built here from its weights (`memory.clients.sparse_graph`, onnxruntime,
-which the embedder needs anyway), so neither torch nor transformers is needed.
+and reads the candidates' inner products with their rows (commit 3e808f7, measured in
+`benchmarks/results/locomo-s28*.json`). The model's files come from
+`memory.clients.sparse_model`; the BERT forward pass is built here from its weights
+(`memory.clients.sparse_graph`, onnxruntime, which the embedder needs anyway), so neither
+torch nor transformers is needed.
 
 Invariants: `encode` is deterministic, independent of other texts, and returns only
 positive weights; `pooled_activation` equals the per-token log(1 + ReLU) max-pooled;
@@ -157,7 +158,7 @@ def _load_encoder(model_dir: Path, compute: str = "int8") -> SparseEncoder | Non
     # One BLAS thread for the process: a query's matrices are small, and OpenBLAS's idle
     # threads spin on the cores PostgreSQL and the request need. Measured when the layers
     # still ran in numpy (a query: 3.0 ms of wall and 5.8 of CPU with two threads, 4.0
-    # and 4.3 with one; benchmarks/README.md); since session 31 only the float projection
+    # and 4.3 with one; commit 3e808f7); since f6fd4f9 only the float projection
     # (`sparse.compute=float`) and the process's other numpy products use BLAS here.
     threadpool_limits(1, user_api="blas")
     encoder = SparseEncoder(model_dir, compute)

@@ -3,7 +3,7 @@
 Written op by op in numpy, the forward pass of a 19-token query took about 1.2 ms of CPU,
 most of it numpy's per-call overhead on small arrays, all of it holding the interpreter
 lock beside the request's other threads; as one graph it took about 0.3 ms, and
-onnxruntime releases the lock while it runs (benchmarks/README.md, session 31).
+onnxruntime releases the lock while it runs (commit f6fd4f9).
 
 Invariants: `hidden(embedded)` is BERT's post-LayerNorm encoder (exact GELU, softmax
 attention over all tokens) followed by the masked-language head's transform, on the

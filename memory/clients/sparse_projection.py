@@ -5,7 +5,7 @@ each token's hidden state onto the 30,522 terms took 2.4-2.9 ms: a 128 x 30,522 
 matrix (15.6 MB) read once per text. Stored as int8 with a scale per term (3.9 MB) and
 multiplied by onnxruntime's `DynamicQuantizeMatMul` (the hidden states quantised per
 call), the same product took 0.63-0.65 ms against numpy's 2.39-2.44 in one measurement
-(benchmarks/README.md "## Latency", the sparse channel in int8).
+(commit bed78bb).
 
 Invariants: `max_logits(h)` is max over the rows of h of (h · Wᵀ + bias) for the int8
 image of W (a term's weights scaled by its largest magnitude / 63, so that no int16

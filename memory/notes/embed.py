@@ -94,7 +94,7 @@ def note_sparse_vector(
 def sparse_source(speaker: str | None, content: str) -> str:
     """The text a note's sparse vector encodes: "Speaker: content", without the date that
     `embed_text` ends with (on LoCoMo's candidates the date cost the channel .002 R@10
-    overall and .011 open-domain; benchmarks/README.md)."""
+    overall and .011 open-domain; commit 3e808f7)."""
     return f"{speaker}: {content}" if speaker else content
 
 

@@ -8,7 +8,7 @@ fact, so a query that lands in a neighbour's region wades through thousands of i
 entries. On the latency benchmark, a 100k-note user sharing its partition with another
 had a dense route p95 of 94-140 ms over three passes (worst 257 ms; 4,664 entries
 filtered out in one query) against 13-55 ms for users alone in theirs; with a graph of
-its own, 26 ms (benchmarks/README.md, session 13). A partial HNSW index on the
+its own, 26 ms (commit 0066427). A partial HNSW index on the
 partition, WHERE tenant_id = t AND user_id = u, is that graph: the read path's custom
 plans (`plan_cache_mode = force_custom_plan`) see the values and choose it, for
 filtered searches too.
@@ -18,11 +18,11 @@ only entries of that domain; when the domain is not what the question is about, 
 meets the slice late or never and the read path ranks the slice exactly instead (39.5 ms
 mean, p95 54 for a 100k user's 21,600-note slice). A partial graph WHERE tenant, user and
 domain are the slice's answers from the slice alone: 4.3 ms mean, p95 5.5, built in 4.6 s
-(benchmarks/README.md, session 18). `domain = ANY(ARRAY[d])` with one constant implies
+(commit 58f39da). `domain = ANY(ARRAY[d])` with one constant implies
 the predicate, so a search filtered to one domain uses it; to several, the user's graph.
 Kind slices get graphs the same way: a kinds filter asks each kind's slice for its own
 pool (`memory.retrieval.routes`), so two kinds' pool of 200 took 2.7 ms mean against 8.9
-from the user's graph (benchmarks/README.md, session 19).
+from the user's graph (commit ef5fc18).
 
 Invariants: a user has one exactly when it holds at least `min_notes` vectors and its
 partition holds other users' vectors too; a (user, domain) slice has one exactly when it

@@ -10,7 +10,7 @@ vector is derived from vectors the pipeline computes anyway, with no embedder ca
 where e(n) is the note's own embedding and t(±k) the mean embedding of the neighbours of
 the k-th turn before / after n's turn in the same session (a turn with none adds nothing).
 Embedding a second, neighbour-window text instead cost ~3x the CPU of the note's own text
-(benchmarks/README.md "## Ingest").
+(commit 35d6624).
 
 Invariants:
 - The turns of a session are the distinct turn_seq of its current versions (valid_to IS
@@ -62,7 +62,7 @@ from memory.notes.writes import note_derived_update
 from memory.types import id_in_param
 
 # Weights of the note's own vector and of the k-th turn before and after it, nearest
-# weighted most (chosen on LoCoMo recall: benchmarks/README.md "## Ingest").
+# weighted most (chosen on LoCoMo recall in commit 35d6624).
 WINDOW_WEIGHTS: tuple[float, ...] = (1.0, 0.5, 0.25)
 TURNS_EACH_SIDE = len(WINDOW_WEIGHTS) - 1
 _TOLERANCE = 1e-6

@@ -5,7 +5,7 @@ Ranked as a whole, the pasted words outnumber the question's in the lexical rout
 embedder keeps only the first word pieces, so the question is lost; and the lexical
 routes' cost grows with the number of terms. On LoCoMo with 3,000 pasted characters
 before each question, /v1/context's recall fell from .858 to .228 and every context was
-cut short by its 150 ms budget (benchmarks/README.md, "Long prompts").
+cut short by its 150 ms budget (`benchmarks/results/locomo-long-s21-whole.json`).
 
 Invariants:
 - A text of at most `max_chars` characters (after stripping) is its own focus.

@@ -1,11 +1,12 @@
 """The reads this process is answering, so that background warming waits for a quiet moment.
 
 Why: on 2 cores a 100k-note user's search keeps about 1.2 cores busy (per request of
-~35 ms, the API spent 14-21 ms of CPU and PostgreSQL 17-25 ms; benchmarks/README.md,
-session 30), so whatever runs beside it takes from it. The read-ahead's slice-graph
-walks (`memory.retrieval.graph_walk`) ran beside an API's first searches; waiting for a
-quiet moment moved about 3.5 s of PostgreSQL's CPU out of an API's first minute of
-back-to-back requests (`benchmarks/latency_start.py`, session 30).
+~35 ms, the API spent 14-21 ms of CPU and PostgreSQL 17-25 ms; commit 2a03ab1), so
+whatever runs beside it takes from it. The read-ahead's slice-graph walks
+(`memory.retrieval.graph_walk`) ran beside an API's first searches; waiting for a quiet
+moment moved about 3.5 s of PostgreSQL's CPU out of an API's first minute of
+back-to-back requests (`benchmarks/latency_start.py`,
+`benchmarks/results/latency-start-s30-*.json`).
 
 Invariants: a read's bookkeeping is two short critical sections, nothing else on the
 request path; `wait_quiet` returns within `max_wait` seconds whatever the traffic, so a

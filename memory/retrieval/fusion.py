@@ -164,7 +164,7 @@ def length_prior(term_counts: Mapping[K, int], weight: float) -> dict[K, float]:
     Why: the window routes credit a note with its neighbours' words, so a turn that says
     little itself ("What did it look like?") can outrank the informative turn beside it,
     and it is of little use as a memory on its own. On LoCoMo weight 0.05 moved R@10
-    .801 -> .810, every category up (benchmarks/README.md, session 12); /v1/context
+    .801 -> .810, every category up (commit cf3a31b); /v1/context
     switches it off (a token budget). Empty when off or with fewer than two candidates.
     """
     if weight == 0.0 or len(term_counts) < 2:

@@ -3,13 +3,14 @@ have evidence of relevance to it (/v1/context).
 
 Fusion normalises each route's scores per query, so the best candidates of any prompt
 pass the retrieval threshold: "thanks!", "lol" or "ok" each put about 1,000 tokens of a
-LoCoMo user's notes into /v1/context's block (benchmarks/README.md, session 21). An
-absolute similarity floor does not tell them apart: with all-MiniLM-L6-v2, chit-chat came
-within 0.44 of LoCoMo's chatty notes, while "What music do I like?" reached only 0.24 of
-"Alice's favourite band is Radiohead". The write path already knows which sentences carry
-no information (`is_filler`: greetings, thanks, reactions, addressee names, function
-words); a prompt made only of such sentences has nothing to look up either, and
-/v1/context answers it with an empty block. None of LoCoMo's 1,536 questions is one.
+LoCoMo user's notes into /v1/context's block
+(`benchmarks/results/locomo-prompts-s21-nogate.json`). An absolute similarity floor does
+not tell them apart: with all-MiniLM-L6-v2, chit-chat came within 0.44 of LoCoMo's chatty
+notes, while "What music do I like?" reached only 0.24 of "Alice's favourite band is
+Radiohead". The write path already knows which sentences carry no information
+(`is_filler`: greetings, thanks, reactions, addressee names, function words); a prompt
+made only of such sentences has nothing to look up either, and /v1/context answers it
+with an empty block. None of LoCoMo's 1,536 questions is one.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ so its pages stay cold long after the user's graph is warm. On the latency bench
 the dense route with nothing read ahead, 27, 12, 11 with the files and rows read ahead,
 and 7, 4, 4 (as warm) after one full scan of each slice's graph; over HTTP, filtered
 searches in the first third of the run took 40-43 ms at the median against 27-34 later,
-and held all their p95 misses (benchmarks/README.md, session 20). One scan with
+and held all their p95 misses (the latency runs of commit 07a8587). One scan with
 pgvector's iterative scan and no tuple cap visits every entry the graph reaches: 0.9 s
 for a 100k user's nine slices (129,016 entries) with their files in the page cache.
 
@@ -44,8 +44,8 @@ WALK_MAX_TUPLES = 100_000_000
 # still find a core free. The rest was not measured apart: on the read-ahead's thread,
 # walks with or without it held back the next users' files and rows, and a cold start's
 # 100k search p95 went from 56.7 to 78.2 (unrested) and 87.6 ms (rested); on a thread of
-# their own (`memory.retrieval.warm`), rested, 57.8 (benchmarks/README.md, session 20).
-# Until session 30 the chunks were not chunks (see `_walk_resting`): each scan was
+# their own (`memory.retrieval.warm`), rested, 57.8 (commits 80ce672 and 07a8587).
+# Until c0ef135 the chunks were not chunks (see `_walk_resting`): each scan was
 # fetched whole, then rested. The warmer now also waits for a moment without searches
 # before each chunk (`memory.retrieval.foreground`).
 WALK_CHUNK = 1000

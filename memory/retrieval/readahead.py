@@ -48,7 +48,7 @@ _RELATIONS = text(
 # The shared indexes every search reads by key: the candidates' rows by id, the seeds'
 # adjacent turns by (tenant, user, session, turn). After a restart a 100k user's 50
 # searches, its own files read ahead, still read 3,710 of pk_notes' 4,860 blocks and
-# 764 of ix_notes_session_turn's (session 17).
+# 764 of ix_notes_session_turn's (commit bca35b4).
 SHARED_INDEXES = ("pk_notes", "ix_notes_session_turn")
 _SHARED = text(
     "SELECT c.relname AS name, pg_relation_filepath(c.oid) AS path,"
@@ -163,10 +163,10 @@ def read_user_rows(*, session: Session, tenant_id: str, user_id: str, max_bytes:
     buffers, as many as `max_bytes` holds at the heap's mean row size.
 
     Why: after a restart, a 100k user's searches read thousands of `notes` blocks one at
-    a time (7,334 in 50 searches, session 17), the candidates' rows and their adjacent
+    a time (7,334 in 50 searches, commit bca35b4), the candidates' rows and their adjacent
     turns. A user's rows lie wherever they were written, so their files cannot be read
     ahead as a partition's are; the scope index finds their blocks and a bitmap heap
-    scan reads them in file order (a 100k user: 31,700 blocks in 0.23 s, session 18).
+    scan reads them in file order (a 100k user: 31,700 blocks in 0.23 s, commit 715e879).
     The transaction is bound to the user (`scope_session`), so row-level security
     admits no other user's row even if the SQL were wrong.
     """

@@ -166,7 +166,7 @@ def _nearest_per_kind(shape: ScopeShape, distance: Any, pool: Any) -> Subquery:
     A kind's slice with a graph of its own (`memory.notes.graphs`) answers from it: the
     custom plan sees `kind = 'decision'`, which implies the graph's predicate. One scan
     of the user's graph for all the kinds walks past the others' entries (a 100k user's
-    two kinds: 8.9 ms against 2.7, benchmarks/README.md, session 19). A branch past the
+    two kinds: 8.9 ms against 2.7, commit ef5fc18). A branch past the
     caller's kinds compares with NULL, and the planner drops it.
     """
     others = _vector_scope(shape._replace(kinds=False))

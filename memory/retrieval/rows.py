@@ -8,7 +8,7 @@ another user's note never yields one.
 
 (Reading every candidate's row and vector aside, while fusion and neighbour smoothing
 ran, was measured and dropped: 1.4 ms slower on average in process, the second
-transaction's row parsing contending with this thread's work; benchmarks/README.md.)
+transaction's row parsing contending with this thread's work; commit b443180.)
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def load_candidates(
 
     One statement: the seeds' adjacent turns used to be a statement of their own, which
     looked each seed up by primary key again (4.1 ms of a 100k search's serial stretch,
-    benchmarks/README.md, session 15)."""
+    commit 7fdbb18)."""
     if not note_ids:
         return {}, {}
     params = {

@@ -56,8 +56,8 @@ COSINE_SPREADS = {"dense": MIN_COSINE_SPREAD, "dense_window": MIN_COSINE_SPREAD}
 MMR_LAMBDA = 0.7
 # Candidates scored per query after fusion. Scoring moves a note little against its
 # fused rank: on LoCoMo, 27 of 30,720 top-20 hits came from fused ranks 101-150, and
-# R@10 per category was the same scoring 80, 100 or 150 (benchmarks/README.md,
-# session 33). Each one costs its row, base level and sparse products in the read.
+# R@10 per category was the same scoring 80, 100 or 150 (commit 6517e76). Each one
+# costs its row, base level and sparse products in the read.
 SCORED_CANDIDATES = 100
 NEIGHBOUR_SEEDS = 60
 

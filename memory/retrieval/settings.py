@@ -35,7 +35,7 @@ class RetrievalSettings(BaseModel):
     # speakers. Then each memory whose cosine is known and below context_min_hit_similarity
     # is left out (memory.retrieval.gate.evidenced). None: the embedder's own floors
     # (all-MiniLM-L6-v2: 0.30 and 0.20, chosen on LoCoMo against off-topic prompts,
-    # benchmarks/README.md "What is worth injecting"); an embedder without known floors
+    # commit 50f19f0); an embedder without known floors
     # gets none. 0 switches a floor off.
     # The dense route reads a prompt's "I", "me" and "my" as the name the user's own words
     # are stored under, when one name clearly is theirs (memory.retrieval.first_person).
@@ -47,7 +47,7 @@ class RetrievalSettings(BaseModel):
     # Graph entries a filtered search's HNSW scan may visit (`hnsw.max_scan_tuples` for
     # that statement) before the slice is ranked exactly instead. A slice far from the
     # query is not found by walking further: at 100k notes the default 20,000 took 53 ms
-    # for a domain filter and still came up short (benchmarks/README.md, session 12).
+    # for a domain filter and still came up short (commit 151f653).
     filtered_scan_tuples: int = Field(4000, ge=100, le=1_000_000)
     # Weight of the length prior in /v1/search (relevance + weight · z(ln term_count) among
     # the scored candidates); 0 switches it off. /v1/context never applies it.
@@ -55,13 +55,13 @@ class RetrievalSettings(BaseModel):
     # A user with at least this many vectors in a partition of note_vectors shared with
     # other users gets an HNSW graph of its own there (`memory.notes.graphs`): the
     # partition's graph made its searches wade through the other users' entries (a 100k
-    # user's dense p95 94-140 ms, 26 with its own; benchmarks/README.md, session 13).
+    # user's dense p95 94-140 ms, 26 with its own; commit 0066427).
     dedicated_graph_notes: int = Field(20000, ge=1)
     # A user's notes of one domain get a graph of their own too when they are at least
     # this many and at most this share of the user's: a search filtered to that domain
     # then walks only them (a 100k user's 21,600-note slice: dense route 39.5 ms mean
-    # ranking it exactly, 4.3 with its graph; benchmarks/README.md, session 18). The same
-    # two settings govern a user's kind slices, whose graphs a kinds filter uses (session 19).
+    # ranking it exactly, 4.3 with its graph; commit 58f39da). The same two settings
+    # govern a user's kind slices, whose graphs a kinds filter uses (commit ef5fc18).
     domain_graph_notes: int = Field(5000, ge=1)
     domain_graph_max_share: float = Field(0.5, gt=0, le=1)
     # How often the maintenance queue checks which users need one (builds are rare).
@@ -69,8 +69,8 @@ class RetrievalSettings(BaseModel):
     # Read a user's search files ahead into the OS page cache on their first search and
     # on the first after `read_ahead_idle_seconds` without one, then their `notes` rows
     # into PostgreSQL's buffers (`memory.retrieval.warm`): after a cold restart a 100k
-    # user's first searches' mean fell by about 40 % (session 17), the rows took the
-    # HTTP p95 from 61-68 to 55 ms (session 18). Files only where the server's data
+    # user's first searches' mean fell by about 40 % (commit ee72db5), the rows took the
+    # HTTP p95 from 61-68 to 55 ms (commit 715e879). Files only where the server's data
     # directory is this machine's (embedded by default); `read_ahead_max_mb` per user.
     read_ahead: bool = True
     read_ahead_idle_seconds: int = Field(600, ge=1)

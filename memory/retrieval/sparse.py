@@ -8,9 +8,9 @@ spread so that the weight means the same whatever the scores' scale:
 
     score'(d) = score(d) + weight · std(score) · (z(own(d)) + z(window(d)))
 
-Measured on LoCoMo's candidates (benchmarks/README.md, "SPLADE in the read path"): the
-first channel to lift every category at once, windows for the seeds alone as good as for
-every candidate.
+Measured on LoCoMo's candidates (`benchmarks.locomo_sparse`, commits 4675869 and
+8c05209): the first channel to lift every category at once, windows for the seeds alone
+as good as for every candidate.
 
 Invariants: a candidate without a sparse inner product (no vector stored, or no query
 vector) gets 0, the mean's place, so it neither rises nor falls for lack of one; the

@@ -5,10 +5,10 @@ terms and their indexes, the window vectors) and of the shared `notes` heap (the
 candidates' rows). After a restart, or after a while on a machine whose page cache is
 reclaimed, each of those is a disk read of ~100 µs made one at a time: a 100k-note
 user's first searches took 116 ms mean against 37 warm, and reading the user's files
-ahead (621 MB in 1.4 s) halved the first pass's mean (benchmarks/README.md, session 16);
-reading their `notes` rows too took another 14-43 % off it (session 18), and walking
-their slices' graphs into PostgreSQL's buffers took the filtered searches' early misses
-away (`memory.retrieval.graph_walk`, session 20). The kernel reads a whole file, and a
+ahead (621 MB in 1.4 s) halved the first pass's mean (commit e9cef7f); reading their
+`notes` rows too took another 14-43 % off it (commit 715e879), and walking their slices'
+graphs into PostgreSQL's buffers took the filtered searches' early misses away
+(`memory.retrieval.graph_walk`, commit ac70c84). The kernel reads a whole file, and a
 bitmap heap scan a user's rows, far faster than index walks fault them in page by page.
 
 Invariants: never on a request's path — `UserWarmer.note_search` is a dictionary look-up
@@ -102,7 +102,7 @@ class UserWarmer:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="read-ahead")
         # Slice graphs are walked on a thread of their own: a walk takes seconds, and
         # queued behind one, the next users' files and rows came too late for their
-        # first searches after a cold start (benchmarks/README.md, session 20).
+        # first searches after a cold start (commit 80ce672).
         self._walker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="graph-walk")
 
     def note_search(

@@ -2,7 +2,7 @@
 
 PostgreSQL's default of 128 MB holds a fraction of one HNSW graph at scale: a dense search
 over 1M notes then reads thousands of pages per query from the OS cache (measured 6-12 µs
-each, most of a 100-150 ms query; benchmarks/README.md "## Latency").
+each, most of a 100-150 ms query; commit dcce30a).
 
 Invariants: the size is `embedded_shared_buffers` from the settings, or with "auto" a
 quarter of the machine's memory within [128 MB, 4 GB]; it is written with ALTER SYSTEM

@@ -6,7 +6,7 @@ Create Date: 2026-11-30
 
 The read path scores `window_embedding` only for the candidates of its other routes
 (memory/retrieval/candidates.py), which ranked better on LoCoMo than searching it through
-its own HNSW graph (R@10 .804 against .797, benchmarks/README.md). Without the index:
+its own HNSW graph (R@10 .804 against .797, commit bafdaa3). Without the index:
 - one HNSW graph fewer to insert into on every write, archive and version close, and one
   fewer to hold in memory (1.95 GB at 1M notes);
 - with `fillfactor = 80`, updates that change only unindexed columns (window refreshes,

@@ -237,7 +237,7 @@ def test_search_sends_its_query_vector_in_binary(
     database_url: str, tenant_id: str, user_id: str
 ) -> None:
     """Every statement of a search that takes the query vector gets pgvector's binary form,
-    not the text form (0.2 ms of Python per formatting, benchmarks/README.md)."""
+    not the text form (0.2 ms of Python per formatting, commit 6ee6ab7)."""
     _seed_two_users(tenant_id, user_id, f"u-{uuid.uuid4().hex[:10]}", 30)
     sent: list[Any] = []
 

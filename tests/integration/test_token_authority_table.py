@@ -1,4 +1,4 @@
-"""The README's table of roles and bindings ("Roles"), checked route by route against the app.
+"""The table of roles and bindings (docs/access.md, "Roles"), checked route by route.
 
 Every route of the FastAPI app must have a row here (a new route fails
 `test_every_route_is_in_the_table` until it is given one), and every row is called with a
@@ -33,7 +33,7 @@ WRITERS = frozenset({"agent", "admin"})
 EDITORS = frozenset({"agent", "operator", "admin"})
 OPERATORS = frozenset({"operator", "admin"})
 ADMIN = frozenset({"admin"})
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROLES_DOC = Path(__file__).resolve().parents[2] / "docs" / "access.md"
 
 
 @dataclass(frozen=True)
@@ -266,24 +266,24 @@ def test_every_route_is_in_the_table(api_client: TestClient) -> None:
 
 
 def _readme_rows() -> dict[str, list[str]]:
-    """The cells of the README's role table, by each `METHOD /path` named in a row."""
-    section = README.read_text().split("### Roles", 1)[1].split("\n## ", 1)[0]
+    """The cells of the docs' role table, by each `METHOD /path` named in a row."""
+    section = ROLES_DOC.read_text().split("### Roles", 1)[1].split("\n## ", 1)[0]
     rows: dict[str, list[str]] = {}
     for line in section.splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         if len(cells) == 6 and cells[0].startswith("`"):
             for name in cells[0].split("`")[1::2]:
-                assert name not in rows, f"{name} is in two rows of the README"
+                assert name not in rows, f"{name} is in two rows of docs/access.md"
                 rows[name] = cells
     return rows
 
 
 def test_the_readme_table_is_this_table() -> None:
-    """Each route is in the README's table, with the roles and the binding rule above."""
+    """Each route is in the docs' table, with the roles and the binding rule above."""
     readme = _readme_rows()
     for row in TABLE:
         name = f"{row.method} {row.path}"
-        assert name in readme, f"{name} is not in the README's table"
+        assert name in readme, f"{name} is not in the table of docs/access.md"
         cells = readme[name]
         if row.roles is None:
             assert "no token needed" in cells[5], name

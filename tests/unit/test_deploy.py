@@ -62,7 +62,7 @@ def test_long_running_services_are_restarted_and_the_release_step_is_not() -> No
 def test_the_api_server_runs_on_uvloop_and_httptools() -> None:
     """uvicorn's defaults (`--loop auto --http auto`), as the Procfile and `muma up` start
     it, pick the faster loop and parser when installed: 0.9-1.4 ms less per request than
-    asyncio's loop with h11 (benchmarks/README.md, session 16)."""
+    asyncio's loop with h11 (commit 156eef2)."""
     import uvicorn
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 

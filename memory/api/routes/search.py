@@ -262,7 +262,7 @@ def record_use(background: BackgroundTasks, note_ids: list[uuid.UUID]) -> None:
 
 # The read path's answers are JSON-ready (strings, numbers, lists, dicts), so they are
 # encoded as they are: FastAPI's validation and jsonable_encoder of a returned dict cost
-# 0.65 ms per search and 1.4 ms per context of 40 memories (benchmarks/README.md, s15).
+# 0.65 ms per search and 1.4 ms per context of 40 memories (commit 055d8df).
 # FastAPI attaches the request's background tasks (access recording) to the response.
 @router.post("/v1/search", response_class=JSONResponse, responses={200: {"model": SearchAnswer}})
 def search(body: SearchIn, principal: PrincipalDep, background: BackgroundTasks) -> JSONResponse:

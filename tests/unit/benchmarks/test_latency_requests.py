@@ -1,5 +1,5 @@
 """The latency benchmark's requests: a warm-up that never repeats a measured text, drawn
-from the measured kinds (or, as before session 32, unfiltered searches only)."""
+from the measured kinds (or, as before 2c48abc, unfiltered searches only)."""
 
 from __future__ import annotations
 

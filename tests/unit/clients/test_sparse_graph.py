@@ -30,7 +30,7 @@ def _gelu(x: np.ndarray) -> np.ndarray:
 
 
 def _numpy_hidden(w: dict[str, np.ndarray], embedded: np.ndarray) -> np.ndarray:
-    """The pass the encoder ran in numpy until session 31, in float64."""
+    """The pass the encoder ran in numpy until f6fd4f9, in float64."""
     hidden = _norm(embedded.astype(np.float64), w, "bert.embeddings.LayerNorm")
     length, width = hidden.shape
     size = width // HEADS
