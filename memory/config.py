@@ -321,8 +321,10 @@ class Settings(BaseSettings):
 def _describe(error: ValidationError) -> str:
     parts = []
     for item in error.errors():
-        key = ".".join(str(p) for p in item["loc"]) or "settings"
-        parts.append(f"{key}: {item['msg']}")
+        loc = [str(p) for p in item["loc"]]
+        key = ".".join(loc) or "settings"
+        variable = f" (MUMA_{'__'.join(loc).upper()})" if loc else ""
+        parts.append(f"{key}{variable}: {item['msg']}")
     return "; ".join(parts)
 
 
