@@ -302,6 +302,8 @@ def revoke_token(
 
 
 def _find_token(session: Session, token_ref: str) -> ApiToken:
+    # The prefix as `muma tokens list` shows it ends in an ellipsis.
+    token_ref = token_ref.strip().removesuffix("…").removesuffix("...")
     try:
         token = session.get(ApiToken, uuid.UUID(token_ref))
     except ValueError:

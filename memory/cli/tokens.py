@@ -7,9 +7,12 @@ lists and revokes any token (`memory.access.tokens`, `by=None`); a token it crea
 
 from __future__ import annotations
 
-import click
-from rich.table import Table
+import json
 
+import click
+from rich.table import Column, Table
+
+from memory.access.models import ApiToken
 from memory.access.tokens import create_token, list_tokens, revoke_token
 from memory.cli.common import console, require_schema
 from memory.config import get_settings
@@ -50,12 +53,28 @@ def create(role: str, tenant: str | None, name: str | None, user_id: str | None)
 
 @tokens.command(name="list")
 @click.option("--tenant", default=None)
-def list_command(tenant: str | None) -> None:
-    """List tokens (never their secrets)."""
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per token, for scripts.")
+def list_command(tenant: str | None, as_json: bool) -> None:
+    """List tokens (never their secrets). Revoke one by its id or its prefix as shown.
+
+    \b
+    Example:
+      muma tokens list --tenant default
+      muma tokens list --json | jq -r '.id'
+    """
     require_schema()
     with session_scope() as session:
         rows = list_tokens(session=session, tenant_id=tenant)
-    table = Table("id", "prefix", "role", "tenant", "user", "name", "created", "revoked")
+    if as_json:
+        for t in rows:
+            click.echo(json.dumps(_token_record(t)))
+        return
+    # The id is never cut: it is what `muma tokens revoke` takes.
+    others = ("prefix", "role", "tenant", "user", "name", "created", "revoked")
+    table = Table(
+        Column("id", no_wrap=True, min_width=36),
+        *(Column(name, overflow="fold") for name in others),
+    )
     for t in rows:
         table.add_row(
             str(t.id),
@@ -68,6 +87,19 @@ def list_command(tenant: str | None) -> None:
             t.revoked_at.strftime("%Y-%m-%d %H:%M") if t.revoked_at else "",
         )
     console.print(table)
+
+
+def _token_record(token: ApiToken) -> dict[str, str | None]:
+    return {
+        "id": str(token.id),
+        "prefix": token.prefix,
+        "role": token.role,
+        "tenant_id": token.tenant_id,
+        "user_id": token.user_id,
+        "name": token.name,
+        "created_at": token.created_at.isoformat(),
+        "revoked_at": token.revoked_at.isoformat() if token.revoked_at else None,
+    }
 
 
 @tokens.command()
