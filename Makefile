@@ -11,7 +11,7 @@ install: $(STAMP) pgvector sparse-model
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[embedded,dev]'
 	touch $(STAMP)
 
 # The wheel's pgvector needs AVX-512 (built with -march=native); rebuild it portable.

