@@ -8,7 +8,7 @@ from typing import Any
 import click
 from rich.table import Table
 
-from memory.cli.common import console
+from memory.cli.common import console, require_store
 from memory.config import get_settings
 from memory.ops.health import check_database, check_redis, check_workers
 
@@ -70,6 +70,7 @@ def doctor() -> None:
       MUMA_HOME=/srv/muma muma doctor
     """
     settings = get_settings()
+    require_store()
     rows = [
         ("home", {"ok": True, "detail": str(settings.home)}),
         ("database", check_database()),

@@ -13,6 +13,6 @@ def main() -> None:
     try:
         from memory.cli.main import main as run_cli
     except ConfigError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
+        print(f"Error: {exc.message}", file=sys.stderr)
         sys.exit(2)
     run_cli()

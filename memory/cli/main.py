@@ -89,7 +89,7 @@ def main() -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except MemoryServiceError as exc:
-        click.echo(f"error: {exc.message}", err=True)
+        click.echo(f"Error: {exc.message}", err=True)
         sys.exit(2 if exc.status_code < 500 else 1)
     except SystemExit:
         raise

@@ -127,6 +127,6 @@ def test_the_cli_names_an_invalid_setting_in_one_line(tmp_path: Path, args: list
     done = subprocess.run(run, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "error: invalid configuration: api.port (MUMA_API__PORT): Input should be a valid "
+        "Error: invalid configuration: api.port (MUMA_API__PORT): Input should be a valid "
         "integer, unable to parse string as an integer"
     ]
