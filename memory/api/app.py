@@ -39,6 +39,7 @@ from memory.api.routes import export as export_routes
 from memory.api.routes import links as link_routes
 from memory.api.routes import sleep as sleep_routes
 from memory.api.routes import stats as stats_routes
+from memory.api.routes.api_docs import install_api_docs
 from memory.config import get_settings
 from memory.db import limit_statements
 from memory.ops.logs import configure_logging
@@ -120,11 +121,14 @@ def create_app() -> FastAPI:
         title="MUMA",
         version=__version__,
         description="Multi-user, multi-agent long-term memory for AI agents.",
+        docs_url=None,  # served from this process instead of a CDN (routes.api_docs)
+        redoc_url=None,
     )
     install_error_handlers(app)
     # Inside the input guard (it reads the body whole first), outside every route.
     app.add_middleware(RequestDeadlineMiddleware, routes={"/v1/context": context.CONTEXT_BUDGET})
     install_body_limit(app)
+    install_api_docs(app)
     app.include_router(system.router)
     app.include_router(episodes.router)
     app.include_router(memories.router)

@@ -123,8 +123,8 @@ def working(t: Target) -> str:
 # fmt: off
 PUBLIC = [
     Row("GET", p, None, plain(p), names_user=False)
-    for p in ("/healthz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc",
-              "/dashboard", "/dashboard/")
+    for p in ("/healthz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/dashboard",
+              "/dashboard/")
 ] + [Row("GET", "/dashboard/{name}", None, plain("/dashboard/app.js"), names_user=False)]
 
 TENANT_VIEWS = [
