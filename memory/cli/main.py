@@ -2,35 +2,104 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
 
 from memory import __version__
-from memory.cli import agents as agent_commands
-from memory.cli import bench as bench_commands
-from memory.cli import candidates as candidate_commands
-from memory.cli import db as db_commands
-from memory.cli import dead_letters as dead_letter_commands
-from memory.cli import doctor as doctor_commands
-from memory.cli import export as export_commands
-from memory.cli import forget as forget_commands
-from memory.cli import journal as journal_commands
-from memory.cli import pin as pin_commands
-from memory.cli import reembed as reembed_commands
-from memory.cli import search as search_commands
-from memory.cli import serve as serve_commands
-from memory.cli import sleep as sleep_commands
-from memory.cli import stats as stats_commands
-from memory.cli import sync as sync_commands
-from memory.cli import tenants as tenant_commands
-from memory.cli import tokens as token_commands
-from memory.cli import up as up_commands
-from memory.cli import users as user_commands
+from memory.cli.exit_codes import exit_code_of
 from memory.errors import MemoryServiceError
 
+# Each command: where it lives, and its one-line summary for `muma --help` (checked against
+# the command's own help by tests/unit/test_cli_lazy.py). A command's module, and what it
+# imports (the Celery app, clustering, the embedder), loads only when that command runs.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "agents": (
+        "memory.cli.agents:agents",
+        "Agents: domains they may read (scoped notes) and access to private notes.",
+    ),
+    "archive": (
+        "memory.cli.forget:archive",
+        "Archive a memory: hidden from recall, kept, restorable.",
+    ),
+    "backfill-sparse": (
+        "memory.cli.reembed:backfill_sparse",
+        "Give notes without a sparse vector theirs.",
+    ),
+    "bench": ("memory.cli.bench:bench", "Run a benchmark: locomo, ingest, latency or sleep."),
+    "candidates": ("memory.cli.candidates:candidates", "Review memories waiting for approval."),
+    "conflicts": (
+        "memory.cli.sleep:conflicts",
+        "Contradictions between memories: detect, list and resolve them.",
+    ),
+    "consolidate": (
+        "memory.cli.sleep:consolidate",
+        "Consolidate a user's episodic notes into knowledge notes.",
+    ),
+    "db": ("memory.cli.db:db", "Database schema migrations (Alembic)."),
+    "dead-letters": ("memory.cli.dead_letters:dead_letters", "List and retry failed tasks."),
+    "decay": (
+        "memory.cli.sleep:decay",
+        "Archive, prune and expire a user's notes (or preview it).",
+    ),
+    "doctor": (
+        "memory.cli.doctor:doctor",
+        "Check configuration, database, Redis, workers, embedder, sparse encoder, the notes' "
+        "vector space and LLM.",
+    ),
+    "export": (
+        "memory.cli.export:export_command",
+        "Export a user's memories (json, jsonl, markdown).",
+    ),
+    "forget": ("memory.cli.forget:forget", "Forget a memory: erase it everywhere it went."),
+    "import": ("memory.cli.export:import_command", "Import a `muma export` file (idempotent)."),
+    "journal": (
+        "memory.cli.journal:journal",
+        "Why turns were (not) remembered; what was injected.",
+    ),
+    "pin": ("memory.cli.pin:pin", "Pin or unpin a memory."),
+    "reembed": ("memory.cli.reembed:reembed", "Re-embed notes after the embedding model changed."),
+    "restore": ("memory.cli.forget:restore", "Restore an archived memory."),
+    "search": ("memory.cli.search:search", "Search a user's memories, with explanations."),
+    "serve": (
+        "memory.cli.serve:serve",
+        "Run the API server (the Procfile's `web`): one process per core behind one port, "
+        "their /metrics merged.",
+    ),
+    "stats": ("memory.cli.stats:stats", "Counts, activation histogram and pipeline health."),
+    "sync": ("memory.cli.sync:sync", "Sync a user's memories with markdown files."),
+    "tenants": ("memory.cli.tenants:tenants", "Tenants: erase one whole."),
+    "tokens": (
+        "memory.cli.tokens:tokens",
+        "API tokens (stored as sha256; the secret is shown once).",
+    ),
+    "up": ("memory.cli.up:up", "Start MUMA: database, Redis, API, worker, beat and Flower."),
+    "users": ("memory.cli.users:users", "Users of a tenant: erase one, follow erasures."),
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class LazyGroup(click.Group):
+    """Lists the commands from COMMANDS and imports one only when it is used, so that
+    `muma --help` answers without loading the service."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, _, attr = COMMANDS[cmd_name][0].partition(":")
+        command: click.Command = getattr(importlib.import_module(module), attr)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, summary) for name, (_, summary) in sorted(COMMANDS.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="muma")
 def cli() -> None:
     """MUMA: multi-user, multi-agent long-term memory for AI agents.
@@ -50,34 +119,6 @@ def cli() -> None:
     """
 
 
-cli.add_command(up_commands.up)
-cli.add_command(serve_commands.serve)
-cli.add_command(db_commands.db)
-cli.add_command(token_commands.tokens)
-cli.add_command(doctor_commands.doctor)
-cli.add_command(agent_commands.agents)
-cli.add_command(stats_commands.stats)
-cli.add_command(search_commands.search)
-cli.add_command(journal_commands.journal)
-cli.add_command(candidate_commands.candidates)
-cli.add_command(export_commands.export_command)
-cli.add_command(export_commands.import_command)
-cli.add_command(forget_commands.forget)
-cli.add_command(forget_commands.archive)
-cli.add_command(forget_commands.restore)
-cli.add_command(pin_commands.pin)
-cli.add_command(dead_letter_commands.dead_letters)
-cli.add_command(reembed_commands.reembed)
-cli.add_command(reembed_commands.backfill_sparse)
-cli.add_command(sync_commands.sync)
-cli.add_command(bench_commands.bench)
-cli.add_command(sleep_commands.decay)
-cli.add_command(sleep_commands.consolidate)
-cli.add_command(sleep_commands.conflicts)
-cli.add_command(user_commands.users)
-cli.add_command(tenant_commands.tenants)
-
-
 def main() -> None:
     """Entry point: domain errors become one clear line and a non-zero exit."""
     try:
@@ -90,7 +131,7 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except MemoryServiceError as exc:
         click.echo(f"Error: {exc.message}", err=True)
-        sys.exit(2 if exc.status_code < 500 else 1)
+        sys.exit(exit_code_of(exc))
     except SystemExit:
         raise
 

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from memory.access.policy import Viewer, agent_viewer
 from memory.cli.common import err_console
+from memory.cli.exit_codes import exit_code_of
 from memory.config import get_settings
 from memory.errors import InvalidInputError, MemoryServiceError
 from memory.ops.users import require_known_user
@@ -35,7 +36,7 @@ class DomainError(click.ClickException):
 
     def __init__(self, error: MemoryServiceError) -> None:
         super().__init__(error.message)
-        self.exit_code = 2 if error.status_code < 500 else 1
+        self.exit_code = exit_code_of(error)
 
 
 def domain_errors(command: F) -> F:

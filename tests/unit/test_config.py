@@ -114,19 +114,21 @@ def test_provider_e5_alone_names_its_model_and_reembed_follows() -> None:
     assert _settings("onnx", "all-MiniLM-L6-v2").embedding.provider == "onnx"
 
 
-@pytest.mark.parametrize("args", [["--help"], ["up"], ["tokens", "list"]])
+@pytest.mark.parametrize("args", [["up"], ["tokens", "list"], ["stats", "--user", "a"]])
 def test_the_cli_names_an_invalid_setting_in_one_line(tmp_path: Path, args: list[str]) -> None:
-    """Importing the commands builds the Celery app from the settings: even `--help`
-    answers with one line naming the key and its variable, not a traceback."""
+    """A command whose settings are invalid answers with one line naming the key and its
+    variable, not a traceback; `muma --help` still answers."""
     import os
     import subprocess
     import sys
 
     env = {**os.environ, "MUMA_HOME": str(tmp_path), "MUMA_API__PORT": "abc"}
-    run = [sys.executable, "-c", "from memory.cli.entry import main; main()", *args]
-    done = subprocess.run(run, env=env, capture_output=True, text=True, timeout=120)
+    muma = [sys.executable, "-c", "from memory.cli.entry import main; main()"]
+    done = subprocess.run([*muma, *args], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "Error: invalid configuration: api.port (MUMA_API__PORT): Input should be a valid "
         "integer, unable to parse string as an integer"
     ]
+    helped = subprocess.run([*muma, "--help"], env=env, capture_output=True, text=True)
+    assert helped.returncode == 0 and "Commands:" in helped.stdout
