@@ -114,10 +114,10 @@ def _insert(
     inserted = 0
     for chunk in _chunks(rows, BATCH):
         statement = insert(table).values(chunk).on_conflict_do_nothing()
-        if "id" in table.c:
-            inserted += len(session.execute(statement.returning(table.c.id)).all())
-        else:
-            inserted += session.execute(statement).rowcount or 0
+        # Counted from RETURNING: a multi-row INSERT's rowcount may be -1 (unknown), which
+        # showed a re-import as "-1 new" rows.
+        returned = list(table.primary_key.columns) or list(table.c)[:1]
+        inserted += len(session.execute(statement.returning(*returned)).all())
         if progress is not None:
             progress(table.name, len(chunk))
     return inserted

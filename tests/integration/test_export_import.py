@@ -176,13 +176,18 @@ def _export(tmp_path: Path, user_id: str, tenant_id: str, fmt: str) -> Path:
     return path
 
 
-def _new_rows(output: str) -> dict[str, int]:
+def _import_table(output: str) -> dict[str, tuple[int, int]]:
+    """{table: (rows, new)} as `muma import` printed them (negative numbers included)."""
     rows = {}
     for line in output.splitlines():
         parts = line.replace("│", " ").split()
-        if len(parts) == 3 and parts[0] in TABLES and parts[2].isdigit():
-            rows[parts[0]] = int(parts[2])
+        if len(parts) == 3 and parts[0] in TABLES:
+            rows[parts[0]] = (int(parts[1]), int(parts[2]))
     return rows
+
+
+def _new_rows(output: str) -> dict[str, int]:
+    return {table: new for table, (_, new) in _import_table(output).items()}
 
 
 def test_round_trip_into_an_empty_database_is_faithful_and_idempotent(
@@ -207,6 +212,9 @@ def test_round_trip_into_an_empty_database_is_faithful_and_idempotent(
         first = CliRunner().invoke(cli, ["import", str(files["jsonl"])])
         assert first.exit_code == 0, first.output
         assert _new_rows(first.output)["notes"] == 4
+        # Into an empty database every row is new, and counted so (a -1 "new" was shown).
+        counted = _import_table(first.output)
+        assert counted and all(rows == new for rows, new in counted.values()), first.output
         imported = _snapshot_now(tenant_id, user_id)
         for key in original:
             assert imported[key] == original[key], (key, _differences(imported[key], original[key]))
@@ -215,6 +223,7 @@ def test_round_trip_into_an_empty_database_is_faithful_and_idempotent(
             again = CliRunner().invoke(cli, ["import", str(files[fmt])])
             assert again.exit_code == 0, again.output
             assert set(_new_rows(again.output).values()) == {0}, (fmt, again.output)
+            assert _import_table(again.output).keys() == counted.keys()
         assert _snapshot_now(tenant_id, user_id) == imported
 
         moved = CliRunner().invoke(cli, ["import", str(files["jsonl"]), "--tenant", "elsewhere"])
