@@ -168,6 +168,17 @@ def json_problem(body: bytes) -> str | None:
     return None
 
 
+def media_type_problem(content_type: str | None, body: bytes) -> str | None:
+    """Why a body is not JSON by its declared type (every route reads JSON), or None; a
+    body without a Content-Type is read as JSON."""
+    if not body or content_type is None:
+        return None
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media == "application/json" or media.endswith("+json"):
+        return None
+    return f"body: send JSON with Content-Type: application/json (got {media or 'no type'})"
+
+
 def _refusal(status: int, detail: str) -> JSONResponse:
     return JSONResponse({"error": "InvalidInputError", "detail": detail}, status_code=status)
 
@@ -184,7 +195,8 @@ class InputGuardMiddleware:
     byte is read, else by counting while it is read (chunked, or a lying header); a NUL
     character in the query string, or a NUL, lone surrogate or NaN/Infinity anywhere in a
     JSON body, gets 422 naming the field, since PostgreSQL cannot store them and the
-    request would otherwise end in a 500 deep inside a route. The body is buffered
+    request would otherwise end in a 500 deep inside a route; a body declared as another
+    type than JSON gets 415. The body is buffered
     (every route reads it whole anyway) and handed on unchanged. Pure ASGI: responses
     stream untouched.
     """
@@ -221,6 +233,10 @@ class InputGuardMiddleware:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
+        wrong_type = media_type_problem(Headers(scope=scope).get("content-type"), body)
+        if wrong_type is not None:
+            await _refusal(415, wrong_type)(scope, receive, send)
+            return
         problem = json_problem(body)
         if problem is not None:
             await _refusal(422, problem)(scope, receive, send)
