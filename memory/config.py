@@ -25,6 +25,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from memory.config_file import JsonFileSource
+from memory.config_variables import warn_unknown_variables
 from memory.episodes.settings import CaptureSettings
 from memory.errors import ConfigError
 from memory.journal.settings import JournalSettings
@@ -338,7 +339,9 @@ def load_settings(**overrides: Any) -> Settings:
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    return load_settings()
+    settings = load_settings()
+    warn_unknown_variables(Settings)  # once per process (and per reset), not per read
+    return settings
 
 
 def reset_settings_cache() -> None:

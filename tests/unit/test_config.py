@@ -132,3 +132,29 @@ def test_the_cli_names_an_invalid_setting_in_one_line(tmp_path: Path, args: list
     ]
     helped = subprocess.run([*muma, "--help"], env=env, capture_output=True, text=True)
     assert helped.returncode == 0 and "Commands:" in helped.stdout
+
+
+def test_a_misspelt_variable_is_named_with_the_setting_it_resembles(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from memory.config_variables import unknown_variables, warn_unknown_variables
+
+    environ = {
+        "MUMA_REDIS_URLL": "redis://h/0",  # top level: pydantic-settings ignores it
+        "MUMA_RETRIEVAL_LENGTH_PRIOR": "0.2",  # one underscore where two nest
+        "MUMA_NOTHING_LIKE_IT": "1",
+        "MUMA_API__PORT": "9000",  # real settings, a dict section, the plugin's test's
+        "MUMA_AGENT_MEMORY__BOT__MAX_NOTES": "5",
+        "MUMA_E2E_URL": "http://x",
+        "PATH": "/bin",
+    }
+    assert unknown_variables(Settings, environ) == [
+        ("MUMA_NOTHING_LIKE_IT", None),
+        ("MUMA_REDIS_URLL", "MUMA_REDIS_URL"),
+        ("MUMA_RETRIEVAL_LENGTH_PRIOR", "MUMA_RETRIEVAL__LENGTH_PRIOR"),
+    ]
+    with caplog.at_level("WARNING", logger="memory.config"):
+        warn_unknown_variables(Settings, {"MUMA_REDIS_URLL": "x"})
+    assert caplog.messages == [
+        "MUMA_REDIS_URLL is not a MUMA setting and is ignored; did you mean MUMA_REDIS_URL?"
+    ]
