@@ -62,7 +62,12 @@ def add(
     can_see_private: bool | None,
     name: str | None,
 ) -> None:
-    """Add an agent (or update the given fields of an existing one)."""
+    """Add an agent (or update the given fields of an existing one).
+
+    \b
+    Example:
+      muma agents add finance-bot --domains finance,health --name "Finance bot"
+    """
     require_schema()
     with session_scope() as session:
         agent, created = upsert_agent(
@@ -91,7 +96,12 @@ def update(
     can_see_private: bool | None,
     name: str | None,
 ) -> None:
-    """Change an existing agent; options not given stay as they are."""
+    """Change an existing agent; options not given stay as they are.
+
+    \b
+    Example:
+      muma agents update finance-bot --no-can-see-private
+    """
     require_schema()
     with session_scope() as session:
         agent = update_agent(
@@ -110,7 +120,12 @@ def update(
 @agents.command(name="list")
 @_tenant_option
 def list_command(tenant: str | None) -> None:
-    """List agents with their effective domains (database and configuration merged)."""
+    """List agents with their effective domains (database and configuration merged).
+
+    \b
+    Example:
+      muma agents list --tenant default
+    """
     require_schema()
     settings = get_settings()
     with session_scope() as session:

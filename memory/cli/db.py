@@ -28,7 +28,12 @@ def db() -> None:
 @click.argument("revision", default="head")
 def upgrade(revision: str) -> None:
     """Upgrade the schema to REVISION (default: head), then rebuild what an earlier
-    version derived under rules since tightened (see `muma db rebuild-derived`)."""
+    version derived under rules since tightened (see `muma db rebuild-derived`).
+
+    \b
+    Example:
+      muma db upgrade
+    """
     upgrade_database(revision)
     console.print(f"schema at {current_revision()}")
     if revision == "head":
@@ -61,14 +66,24 @@ def rebuild_derived_command(dry_run: bool) -> None:
 @db.command()
 @click.argument("revision", default="-1")
 def downgrade(revision: str) -> None:
-    """Downgrade the schema to REVISION (default: one step; 'base' removes everything)."""
+    """Downgrade the schema to REVISION (default: one step; 'base' removes everything).
+
+    \b
+    Example:
+      muma db downgrade 0017
+    """
     downgrade_database(revision)
     console.print(f"schema at {current_revision() or 'base'}")
 
 
 @db.command()
 def current() -> None:
-    """Show the current and the latest schema revision."""
+    """Show the current and the latest schema revision.
+
+    \b
+    Example:
+      muma db current
+    """
     console.print(f"current: {current_revision() or 'base'}  head: {head_revision()}")
 
 

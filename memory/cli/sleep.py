@@ -192,7 +192,12 @@ def conflicts() -> None:
 @json_option
 @domain_errors
 def detect_command(user_id: str, tenant: str | None, now_text: str | None, as_json: bool) -> None:
-    """Find and classify new conflicting pairs among the user's notes."""
+    """Find and classify new conflicting pairs among the user's notes.
+
+    \b
+    Example:
+      muma conflicts detect --user alice --json
+    """
     require_schema()
     now, tenant_id, settings = parse_now(now_text), tenant_of(tenant), get_settings()
     with session_scope() as session:
@@ -233,7 +238,12 @@ def detect_command(user_id: str, tenant: str | None, now_text: str | None, as_js
 @json_option
 @domain_errors
 def list_command(user_id: str, tenant: str | None, status: str, as_json: bool) -> None:
-    """The user's conflicts, cross-agent ones first."""
+    """The user's conflicts, cross-agent ones first.
+
+    \b
+    Example:
+      muma conflicts list --user alice --status all
+    """
     require_schema()
     with session_scope() as session:
         viewer = viewer_for(session=session, tenant_id=tenant_of(tenant), user_id=user_id)
@@ -277,7 +287,13 @@ def list_command(user_id: str, tenant: str | None, status: str, as_json: bool) -
 def resolve_command(
     conflict_id: str, user_id: str, tenant: str | None, keep: str, merged_content: str | None
 ) -> None:
-    """Resolve a conflict: the losing note is closed (kept in the history), never deleted."""
+    """Resolve a conflict: the losing note is closed (kept in the history), never deleted.
+
+    \b
+    Examples:
+      muma conflicts resolve CONFLICT_ID --user alice --keep b
+      muma conflicts resolve CONFLICT_ID --user alice --keep both --merged "Alice lives in Porto"
+    """
     require_schema()
     settings = get_settings()
     with session_scope() as session:

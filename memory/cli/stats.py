@@ -98,8 +98,8 @@ def _print(data: dict[str, Any]) -> None:
         histogram.add_row(_bucket_label(bucket), str(bucket["count"]), bar)
     console.print(histogram)
     console.print(
-        f"mean B {activation['mean']}, below the retrieval threshold "
-        f"{activation['below_retrieval_threshold']}, below the prune threshold "
+        f"mean B {activation['mean']}; notes below the retrieval threshold: "
+        f"{activation['below_retrieval_threshold']}, below the prune threshold: "
         f"{activation['below_prune_threshold']}"
     )
     pipeline = data["pipeline"]

@@ -36,7 +36,12 @@ def tokens() -> None:
 @click.option("--name", default=None, help="A label to recognise the token by.")
 @click.option("--user", "user_id", default=None, help="Bind to one user (user-level access).")
 def create(role: str, tenant: str | None, name: str | None, user_id: str | None) -> None:
-    """Create a token; its secret is the last line of the output."""
+    """Create a token; its secret is the last line of the output.
+
+    \b
+    Example:
+      muma tokens create --role agent --name laptop --user alice
+    """
     require_schema()
     with session_scope() as session:
         token, secret = create_token(
@@ -105,7 +110,12 @@ def _token_record(token: ApiToken) -> dict[str, str | None]:
 @tokens.command()
 @click.argument("token_ref")
 def revoke(token_ref: str) -> None:
-    """Revoke a token by id or displayed prefix."""
+    """Revoke a token by id or displayed prefix.
+
+    \b
+    Example:
+      muma tokens revoke TOKEN_ID
+    """
     require_schema()
     with session_scope() as session:
         token = revoke_token(session=session, token_ref=token_ref)

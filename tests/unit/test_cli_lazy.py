@@ -36,3 +36,18 @@ def test_help_imports_neither_the_database_nor_celery_nor_clustering() -> None:
     loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
     assert "Commands:" in done.stdout and "tokens" in done.stdout
     assert not loaded & {"sqlalchemy", "celery", "hdbscan", "sklearn", "onnxruntime", "tasks"}
+
+
+def test_every_command_shows_an_example() -> None:
+    def leaves(command: click.Command, ctx: click.Context, path: str) -> list[tuple[str, str]]:
+        if not isinstance(command, click.Group):
+            return [(path, command.help or "")]
+        found = []
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            assert sub is not None
+            found += leaves(sub, click.Context(sub, parent=ctx, info_name=name), f"{path} {name}")
+        return found
+
+    helps = leaves(cli, click.Context(cli), "muma")
+    assert len(helps) > 30 and not [path for path, text in helps if "Example" not in text]
