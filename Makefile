@@ -9,10 +9,12 @@ STAMP := $(VENV)/.installed
 install: $(STAMP) pgvector sparse-model
 
 $(STAMP): pyproject.toml
+	@echo "install: Python packages into $(VENV) (2-3 minutes on a fresh machine)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[embedded,dev]'
 	touch $(STAMP)
+	@echo "install: Python packages ready"
 
 # The wheel's pgvector needs AVX-512 (built with -march=native); rebuild it portable.
 # A no-op when the portable build is already in place (checked by checksum).
@@ -30,8 +32,9 @@ system-pgvector:
 sparse-model: $(STAMP)
 	$(PY) -m memory.clients.sparse_model
 
+# Options for `muma up` go in ARGS: make run ARGS="--port 8788 --flower-port 5556"
 run: install
-	$(VENV)/bin/muma up
+	$(VENV)/bin/muma up $(ARGS)
 
 test: install docs test-python test-plugin
 

@@ -139,3 +139,18 @@ def test_without_the_embedded_extra_muma_up_says_what_to_install(
         start_postgres(tmp_path, stop_at_exit=True)
     with pytest.raises(ConfigError, match=r"muma\[embedded\].*MUMA_REDIS_URL"):
         redis_executable()
+
+
+def test_make_run_passes_its_args_to_muma_up() -> None:
+    import subprocess
+
+    planned = subprocess.run(
+        ["make", "-n", "run", "ARGS=--port 8788 --flower-port 5556"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert (
+        planned.stdout.strip().splitlines()[-1].endswith("muma up --port 8788 --flower-port 5556")
+    )
