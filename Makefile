@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install pgvector system-pgvector sparse-model run test test-python test-plugin docs browser lint clean
+.PHONY: install pgvector system-pgvector sparse-model run test test-python test-plugin docs imports browser lint clean
 
 install: $(STAMP) pgvector sparse-model
 
@@ -36,7 +36,7 @@ sparse-model: $(STAMP)
 run: install
 	$(VENV)/bin/muma up $(ARGS)
 
-test: install docs test-python test-plugin
+test: install docs imports test-python test-plugin
 
 test-python: install browser system-pgvector
 	$(VENV)/bin/pytest
@@ -50,6 +50,11 @@ browser:
 docs: install
 	$(PY) -m scripts.gen_docs
 	$(VENV)/bin/mkdocs build --strict --quiet
+
+# The import rules in pyproject.toml ([tool.importlinter]): domain code never imports
+# Celery, FastAPI or the tasks; the routes import each other without circles.
+imports: install
+	$(VENV)/bin/lint-imports --no-cache
 
 test-plugin:
 	@if [ -x plugin/scripts/test.sh ]; then plugin/scripts/test.sh; else echo "plugin: no tests yet"; fi

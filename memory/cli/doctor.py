@@ -11,6 +11,7 @@ from rich.table import Table
 from memory.cli.common import console, require_store
 from memory.config import get_settings
 from memory.ops.health import check_database, check_redis, check_workers
+from tasks.app import app as celery_app
 
 
 def _embedder_check() -> dict[str, Any]:
@@ -75,7 +76,7 @@ def doctor() -> None:
         ("home", {"ok": True, "detail": str(settings.home)}),
         ("database", check_database()),
         ("redis", check_redis()),
-        ("workers", check_workers()),
+        ("workers", check_workers(celery_app.control.ping)),
         ("embedder", _safe(_embedder_check)),
         ("sparse encoder", _safe(_sparse_check)),
         ("vector space", _safe(_vector_space_check)),

@@ -47,19 +47,20 @@ def check_redis() -> dict[str, Any]:
     return _timed(lambda: "pong" if get_redis().ping() else "no pong")
 
 
-def check_workers(*, count_all: bool = True) -> dict[str, Any]:
-    """Whether a Celery worker answers a ping. With `count_all` (`muma doctor`) it waits the
+def check_workers(
+    ping: Callable[..., list[Any] | None], *, count_all: bool = True
+) -> dict[str, Any]:
+    """Whether a Celery worker answers `ping` (the app's `control.ping`: this module takes
+    it rather than importing the tasks). With `count_all` (`muma doctor`) it waits the
     whole timeout to count every worker; without (`/healthz`) it returns on the first
     reply: a broadcast cannot know how many will answer, so counting always costs the
     timeout, which made every health probe take a second against probes' usual 1 s limit."""
 
     def probe() -> str:
-        from tasks.app import app
-
         if count_all:
-            replies = app.control.ping(timeout=WORKER_PING_SECONDS)
+            replies = ping(timeout=WORKER_PING_SECONDS)
         else:
-            replies = app.control.ping(timeout=WORKER_PING_SECONDS, limit=1)
+            replies = ping(timeout=WORKER_PING_SECONDS, limit=1)
         if not replies:
             raise RuntimeError("no Celery worker answered")
         return f"{len(replies)} worker(s)" if count_all else "a worker answered"

@@ -25,6 +25,7 @@ from memory.ops.health import (
     run_checks,
 )
 from memory.runtime.embedded import read_runtime_file
+from tasks.app import app as celery_app
 
 router = APIRouter()
 
@@ -40,7 +41,7 @@ async def healthz() -> JSONResponse:
         {
             "database": check_database,
             "redis": check_redis,
-            "workers": lambda: check_workers(count_all=False),
+            "workers": lambda: check_workers(celery_app.control.ping, count_all=False),
         },
     )
     healthy = all(check["ok"] for check in checks.values())
