@@ -194,7 +194,8 @@ def _start(
 
     supervisor.start({spec.name for spec in pre})
     if pre:
-        wait_for_redis(env["MUMA_REDIS_URL"], timeout=15)
+        # Generous: on a loaded machine the embedded Redis can take seconds to answer.
+        wait_for_redis(env["MUMA_REDIS_URL"], timeout=60)
     report("applying migrations")
     upgrade_database()
     # A large store's rebuild takes hours (100,000 notes: benchmarks/README.md, "The

@@ -163,7 +163,11 @@ def service(tmp_path: Path) -> Iterator[tuple[str, Path, subprocess.Popen[str], 
     process = start_up(home, port, flower_port, MUMA_PIPELINE__STUCK_AFTER_SECONDS="10")
     output = Output(process)
     try:
-        wait_healthy(url, process, timeout=180)
+        try:
+            wait_healthy(url, process, timeout=180)
+        except AssertionError as exc:
+            time.sleep(0.5)  # the reader thread takes the last lines
+            raise AssertionError(f"muma up did not serve ({process.poll()}):\n{output}") from exc
         yield url, home, process, output
     finally:
         _resume_postgres(home)  # never leave a stopped server behind
