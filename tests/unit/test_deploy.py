@@ -154,3 +154,17 @@ def test_make_run_passes_its_args_to_muma_up() -> None:
     assert (
         planned.stdout.strip().splitlines()[-1].endswith("muma up --port 8788 --flower-port 5556")
     )
+
+
+def test_every_service_runs_as_the_images_own_user_who_owns_muma_home() -> None:
+    """No process runs as root, and the one user writes where the volume is mounted (beat's
+    schedule, synced files, metric samples)."""
+    dockerfile = (ROOT / "docker" / "Dockerfile").read_text()
+    users = re.findall(r"^USER (\S+)$", dockerfile, re.M)
+    assert users == ["muma"]
+    home = re.search(r"MUMA_HOME=(\S+)", dockerfile)
+    assert home is not None and f"chown muma {home.group(1)}" in dockerfile
+    assert dockerfile.index("USER muma") > dockerfile.index("pip install")
+    for name, service in _services().items():
+        if "build" in service or service.get("image", "").startswith("muma"):
+            assert service.get("user") in (None, "muma"), name
