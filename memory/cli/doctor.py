@@ -9,7 +9,8 @@ import click
 from rich.table import Table
 
 from memory.cli.common import console, require_store
-from memory.config import get_settings
+from memory.clients.broker import UNREACHABLE_BROKER, broker_url
+from memory.config import Settings, get_settings
 from memory.ops.health import check_database, check_redis, check_workers
 from tasks.app import app as celery_app
 
@@ -76,7 +77,7 @@ def doctor() -> None:
         ("home", {"ok": True, "detail": str(settings.home)}),
         ("database", check_database()),
         ("redis", check_redis()),
-        ("workers", check_workers(celery_app.control.ping)),
+        ("workers", workers_check(settings)),
         ("embedder", _safe(_embedder_check)),
         ("sparse encoder", _safe(_sparse_check)),
         ("vector space", _safe(_vector_space_check)),
@@ -90,6 +91,17 @@ def doctor() -> None:
     required = {"database", "redis", "embedder"}
     if not all(result.get("ok") for name, result in rows if name in required):
         sys.exit(1)
+
+
+NO_BROKER = "no broker: start the service with `muma up`, or set MUMA_REDIS_URL / MUMA_BROKER_URL"
+
+
+def workers_check(settings: Settings) -> dict[str, Any]:
+    """A worker's ping, or why none can be asked (no `muma up` and no broker configured:
+    pinging the placeholder broker only said "Error 111 connecting to 127.0.0.1:1")."""
+    if broker_url(settings) == UNREACHABLE_BROKER:
+        return {"ok": False, "detail": NO_BROKER}
+    return check_workers(celery_app.control.ping)
 
 
 def _safe(check) -> dict[str, Any]:  # type: ignore[no-untyped-def]

@@ -25,3 +25,15 @@ def test_a_home_without_a_store_is_named_and_left_alone(tmp_path: Path, args: li
         "the home `muma up` runs in, or set MUMA_DATABASE_URL"
     ]
     assert not (home / "pg").exists()
+
+
+def test_doctor_says_why_no_worker_can_be_asked(tmp_path: Path) -> None:
+    """No `muma up` running and no broker configured: the workers row says what to do, not
+    the placeholder broker's connection error."""
+    from memory.cli.doctor import NO_BROKER, workers_check
+    from memory.config import load_settings
+
+    alone = load_settings(home=tmp_path, redis_url=None, broker_url=None)
+    assert workers_check(alone) == {"ok": False, "detail": NO_BROKER}
+    configured = load_settings(home=tmp_path, redis_url="redis://127.0.0.1:2/0")
+    assert workers_check(configured)["detail"] != NO_BROKER  # asked: its own answer
