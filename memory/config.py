@@ -30,7 +30,6 @@ from memory.episodes.settings import CaptureSettings
 from memory.errors import ConfigError
 from memory.journal.settings import JournalSettings
 from memory.retrieval.settings import RetrievalSettings
-from memory.runtime.pg_memory import SETTING_PATTERN as SHARED_BUFFERS_PATTERN
 from memory.trust.settings import CandidateSettings, TrustSettings
 
 Visibility = Literal["open", "scoped", "private", "user-only"]
@@ -248,6 +247,8 @@ class SyncSettings(_Section):
 
 
 BROKER_URL_PATTERN = r"^(redis|rediss|amqp|amqps|pyamqp)://"
+# embedded_shared_buffers: "auto" or a size in MB or GB (memory/runtime/pg_memory.py).
+SHARED_BUFFERS_PATTERN = r"(?i)^\s*(auto|(\d+)\s*(MB|GB))\s*$"
 
 
 class Settings(BaseSettings):

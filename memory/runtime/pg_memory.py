@@ -18,14 +18,14 @@ import os
 import re
 from pathlib import Path
 
+from memory.config import SHARED_BUFFERS_PATTERN as SETTING_PATTERN
 from memory.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
 MIN_MB = 128
 MAX_AUTO_MB = 4096
-# What `embedded_shared_buffers` accepts; the settings validate with the same pattern.
-SETTING_PATTERN = r"(?i)^\s*(auto|(\d+)\s*(MB|GB))\s*$"
+# What `embedded_shared_buffers` accepts: the pattern the settings validate with.
 _SETTING_RE = re.compile(SETTING_PATTERN)
 
 
