@@ -243,7 +243,7 @@ def test_the_backfill_command_without_an_encoder_is_one_clear_line(
     absent = load_settings(sparse={"model_dir": str(tmp_path / "absent")})
     monkeypatch.setattr("memory.cli.reembed.get_settings", lambda: absent)
     result = CliRunner().invoke(cli, ["backfill-sparse", "--tenant", tenant])
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 2, result.output  # a configuration to fix
     assert "make install" in result.output and str(tmp_path / "absent") in result.output
     with session_scope() as session:
         assert count_missing_sparse(session=session, tenant_id=tenant) == 2  # untouched
