@@ -43,6 +43,7 @@ from memory.api.routes.api_docs import install_api_docs
 from memory.config import get_settings
 from memory.db import limit_statements
 from memory.ops.logs import configure_logging
+from memory.retrieval import read
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ def _warm_up() -> None:
         log.warning("embedder warm-up failed: %s", exc)
         return
     try:
-        search.warm_read_path()
+        read.warm_read_path()
     except Exception as exc:  # a database not up yet: the first request pays instead
         log.warning("read path warm-up failed: %s", exc)
 
@@ -77,9 +78,9 @@ def read_ahead_recent_users() -> bool:
     retrieval = get_settings().retrieval
     if not retrieval.read_ahead or retrieval.read_ahead_startup_mb == 0:
         return False
-    if not search.RECENT_USERS.claim_startup(STARTUP_CLAIM_SECONDS):
+    if not read.RECENT_USERS.claim_startup(STARTUP_CLAIM_SECONDS):
         return False
-    return search.WARMER.read_ahead_recent(
+    return read.WARMER.read_ahead_recent(
         max_users=STARTUP_USERS,
         total_bytes=retrieval.read_ahead_startup_mb << 20,
         max_bytes=retrieval.read_ahead_max_mb << 20,

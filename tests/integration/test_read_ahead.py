@@ -278,8 +278,8 @@ def test_the_shared_indexes_are_the_notes_keys(store: Session) -> None:  # noqa:
 def test_a_search_through_the_api_starts_the_read_ahead(
     api_client: TestClient, tokens: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memory.api.routes.search import WARMER
     from memory.config import reset_settings_cache
+    from memory.retrieval.read import WARMER
 
     headers = {"Authorization": f"Bearer {tokens['agent']}"}
 

@@ -80,17 +80,17 @@ def test_search_embeds_the_query_off_the_request_thread(
     memory_user: tuple,  # noqa: F811 - the imported fixture
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from memory.api.routes import search as search_route
+    from memory.retrieval import read
 
     user, headers, _ = memory_user
     threads: list[str] = []
-    embed = search_route.embed_query
+    embed = read.embed_query
 
     def recorded_embed(*args: object) -> np.ndarray:
         threads.append(threading.current_thread().name)
         return embed(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(search_route, "embed_query", recorded_embed)
+    monkeypatch.setattr(read, "embed_query", recorded_embed)
     body = {"user_id": user, "agent_id": "helper", "query": QUERY}
     response = api_client.post("/v1/search", json=body, headers=headers)
     assert response.status_code == 200, response.text

@@ -18,13 +18,13 @@ from sqlalchemy.orm import Session
 
 from memory.access.tokens import Principal
 from memory.api.identity import resolve_viewer
-from memory.api.routes.search import _rls_checked
 from memory.db import APP_ROLE, scope_session, scoped_session_for, session_scope, sqlalchemy_url
 from memory.episodes.models import Episode
 from memory.links.models import Link
 from memory.notes.models import Note, NoteSource
 from memory.ops.audit import record_event
 from memory.ops.migrations import downgrade_database, upgrade_database
+from memory.retrieval.read import rls_checked
 from memory.retrieval.service import SearchHit
 from tests.conftest import make_token
 from tests.support.helpers import bearer
@@ -227,7 +227,7 @@ def test_resolve_viewer_binds_the_request_transaction(world: World) -> None:
             SearchHit(note=session.get(Note, i), score=1.0, relevance=1.0, activation=None)
             for i in (world.notes["b"][0], world.notes["x"][0], world.notes["a"][1])
         ]
-        kept, sources = _rls_checked(session, viewer, hits)
+        kept, sources = rls_checked(session, viewer, hits)
         assert [h.note.id for h in kept] == [world.notes["a"][1]]
         assert set(sources) == {world.notes["a"][1]}
 

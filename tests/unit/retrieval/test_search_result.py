@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from types import SimpleNamespace
 
 from memory.activation.model import NO_ACCESS_BASE_LEVEL, ActivationBreakdown
-from memory.api.routes.search import _result
+from memory.retrieval.read import result_json
 from memory.retrieval.service import SearchHit
 
 
@@ -36,11 +36,11 @@ def _hit(total: float) -> SearchHit:
 def test_a_note_without_access_has_a_null_score_and_base_level() -> None:
     # Encoded as the endpoints encode (no NaN or Infinity): a filtered search fills its
     # answer below the threshold, where such a note (B = -inf) can be listed.
-    result = _result(_hit(float("-inf")), [])
+    result = result_json(_hit(float("-inf")), [])
     body = json.loads(json.dumps(result, allow_nan=False))
     assert body["score"] is None and body["explanation"]["base_level"] is None
     assert body["explanation"]["threshold_passed"] is False
 
 
 def test_a_finite_score_is_rounded() -> None:
-    assert _result(_hit(1.234567), [])["score"] == 1.2346
+    assert result_json(_hit(1.234567), [])["score"] == 1.2346
