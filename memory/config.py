@@ -175,7 +175,8 @@ class ApiSettings(_Section):
     port: int = Field(8787, ge=1, le=65535)
     # Turns up to 1 MiB are accepted whole (a pasted log or file); see pipeline.passage_chars.
     max_content_bytes: int = Field(1024 * 1024, ge=1)
-    max_batch: int = Field(500, ge=1)
+    # Episodes per POST /v1/episodes batch; at most the API's own limit of 500.
+    max_batch: int = Field(500, ge=1, le=500)
     max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024)
     # An episode's or memory's metadata, as JSON: every search hit and export carries it.
     max_metadata_bytes: int = Field(16 * 1024, ge=256)

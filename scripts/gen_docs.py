@@ -116,8 +116,8 @@ DESCRIPTIONS: dict[str, str] = {
     "llm.timeout_seconds": "Timeout of one LLM call.",
     "api.host": "Address `muma serve` listens on.",
     "api.port": "Port `muma serve` listens on.",
-    "api.max_batch": "Accepted for configuration files; a batch of episodes holds at most 500 "
-    "whatever this says.",
+    "api.max_batch": "Episodes per `POST /v1/episodes` batch (1-500); a larger batch is "
+    "refused with 422 naming `episodes`.",
     "api.max_body_bytes": "A request body over this many bytes is refused with 413.",
     "pipeline.max_attempts": "Runs of a pipeline task that fails with a transient error before "
     "its episodes are dead-lettered.",
@@ -137,8 +137,7 @@ DESCRIPTIONS: dict[str, str] = {
     "sync.dir": "Where synced files are written, one folder per user; unset: `<home>/sync`.",
     "sync.interval_minutes": "How often beat syncs every synced user's files.",
     "sync.enabled": "Run the periodic file sync (and remove a forgotten note's file).",
-    "retrieval.default_top_k": "Accepted for configuration files; `/v1/search` takes its "
-    "`top_k` from the request (default 10).",
+    "retrieval.default_top_k": "Results of a `/v1/search` whose body gives no `top_k`.",
     "retrieval.context_timeout_ms": "The `/v1/context` budget the dashboard's search preview "
     "shows; the API takes `timeout_ms` from the request (default 150).",
     "retrieval.context_max_tokens": "The token budget the dashboard's search preview starts "

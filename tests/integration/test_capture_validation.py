@@ -142,6 +142,26 @@ def test_more_than_500_episodes_is_rejected(
     assert _stored(user_id) == 0
 
 
+def test_the_batch_limit_setting_is_enforced(
+    api_client: TestClient, tokens: dict[str, str], user_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory.config import reset_settings_cache
+
+    monkeypatch.setenv("MUMA_API__MAX_BATCH", "3")
+    reset_settings_cache()
+    try:
+        body = {"episodes": [_episode(user_id, content=f"fact {i}") for i in range(4)]}
+        response = api_client.post("/v1/episodes", json=body, headers=bearer(tokens["agent"]))
+        assert response.status_code == 422, response.text
+        assert "at most 3 items" in response.text and _stored(user_id) == 0
+        body["episodes"] = body["episodes"][:3]
+        accepted = api_client.post("/v1/episodes", json=body, headers=bearer(tokens["agent"]))
+        assert accepted.status_code in (200, 202), accepted.text
+    finally:
+        monkeypatch.delenv("MUMA_API__MAX_BATCH")
+        reset_settings_cache()
+
+
 def test_malformed_json_and_empty_batch(api_client: TestClient, tokens: dict[str, str]) -> None:
     headers = {**bearer(tokens["agent"]), "Content-Type": "application/json"}
     malformed = api_client.post("/v1/episodes", content=b'{"episodes": [', headers=headers)

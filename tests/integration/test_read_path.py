@@ -94,6 +94,24 @@ def test_most_relevant_first_with_explanation_and_sources(
     assert top["sources"][0]["occurred_at"].startswith("2021-04-02")
 
 
+def test_a_search_without_top_k_answers_the_settings_default(
+    api_client: TestClient, memory_user: tuple, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory.config import reset_settings_cache
+
+    user, headers, _ = memory_user
+    query = "What do I know about my dog, my sister and my work?"
+    assert len(_search(api_client, headers, user, query, top_k=5)) > 2
+    monkeypatch.setenv("MUMA_RETRIEVAL__DEFAULT_TOP_K", "2")
+    reset_settings_cache()
+    try:
+        assert len(_search(api_client, headers, user, query)) == 2
+        assert len(_search(api_client, headers, user, query, top_k=5)) > 2
+    finally:
+        monkeypatch.delenv("MUMA_RETRIEVAL__DEFAULT_TOP_K")
+        reset_settings_cache()
+
+
 def test_verbatim_id_is_found(api_client: TestClient, memory_user: tuple) -> None:
     user, headers, _ = memory_user
     results = _search(api_client, headers, user, "INC-4471")

@@ -90,6 +90,10 @@ def parse_episodes(body: Any) -> ParsedEpisodes:
             EpisodeBatch.model_validate(body)  # raises the envelope's own error
     except ValidationError as exc:
         raise RequestValidationError(exc.errors()) from exc
+    limit = get_settings().api.max_batch
+    if len(items) > limit:  # the setting's limit, below the schema's 500
+        message = f"List should have at most {limit} items after validation, not {len(items)}"
+        raise RequestValidationError([{"loc": ("body", "episodes"), "msg": message}])
     return _parse_items(items)
 
 

@@ -37,7 +37,8 @@ class SearchIn(Strict):
     user_id: Identifier | None = None
     agent_id: Identifier | None = None
     query: Annotated[str, Field(min_length=1, max_length=4000), NotBlank]
-    top_k: Annotated[int, Field(ge=1, le=50)] = 10
+    # None: the server's retrieval.default_top_k (10).
+    top_k: Annotated[int, Field(ge=1, le=50)] | None = None
     session_id: Identifier | None = None
     kinds: list[Kind] = Field(default_factory=list, max_length=6)
     domains: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
@@ -106,7 +107,8 @@ def search(body: SearchIn, principal: PrincipalDep, background: BackgroundTasks)
     """The top_k memories the caller may see, each with its explanation, and with a
     session_id that session's matching working items."""
     started = time.perf_counter()
-    hits, results, working = search_memories(principal, body, body.query, body.top_k)
+    top_k = body.top_k or get_settings().retrieval.default_top_k
+    hits, results, working = search_memories(principal, body, body.query, top_k)
     if not body.dry_run:
         record_use(background, [h.note.id for h in hits])
     took = round((time.perf_counter() - started) * 1000, 2)
