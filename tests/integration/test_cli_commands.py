@@ -21,6 +21,7 @@ from memory.ops.dead_letters import record_dead_letter
 from memory.ops.models import AuditEvent, DeadLetter
 from memory.ops.reembed import count_foreign_space, same_space
 from tests.integration.test_transactive import write
+from tests.support.helpers import wait_for_workers_idle
 
 pytestmark = pytest.mark.integration
 
@@ -184,6 +185,8 @@ def test_dead_letters_list_and_retry(celery_worker: str, tenant_id: str) -> None
 def test_reembed_is_resumable_by_model_id(
     memories: dict[str, str], tenant_id: str, user_id: str
 ) -> None:
+    # The notes' link and evolve stages still hold them a moment after they are written.
+    wait_for_workers_idle()
     stale = [uuid.UUID(memories["sister"]), uuid.UUID(memories["budget"])]
     model_id = get_embedder().model_id
     with session_scope() as session:
