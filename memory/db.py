@@ -7,9 +7,10 @@ may flush, and never commit, so one unit of work is one transaction.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -35,7 +36,7 @@ from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
 from memory.config import Settings, get_settings
 from memory.db_liveness import install_liveness_check
-from memory.errors import InvalidInputError, TransientError
+from memory.errors import ConfigError, InvalidInputError, TransientError
 from memory.runtime.priority import lower_backend_priority
 
 log = logging.getLogger(__name__)
@@ -61,14 +62,24 @@ def sqlalchemy_url(url: str) -> str:
     return url
 
 
+# The embedded server's URL for a home, when MUMA_DATABASE_URL is unset: registered by
+# `memory.runtime.embedded` as it is imported (the CLI, the API, the workers and the tests
+# all import it), so that this layer never imports the runtime that starts servers.
+_EMBEDDED_DATABASE: list[Callable[[Path], str]] = []
+
+
+def use_embedded_database(attach: Callable[[Path], str]) -> None:
+    _EMBEDDED_DATABASE[:] = [attach]
+
+
 def resolve_database_url(settings: Settings | None = None) -> str:
     """The configured URL, else the embedded server of `$MUMA_HOME` (started if needed)."""
     settings = settings or get_settings()
     if settings.database_url:
         return sqlalchemy_url(settings.database_url)
-    from memory.runtime.embedded import attach_postgres
-
-    return sqlalchemy_url(attach_postgres(settings.home))
+    if not _EMBEDDED_DATABASE:
+        raise ConfigError("no database: set MUMA_DATABASE_URL (no embedded server is loaded)")
+    return sqlalchemy_url(_EMBEDDED_DATABASE[0](settings.home))
 
 
 _ENGINES: dict[tuple[str, bool, bool], Engine] = {}

@@ -18,6 +18,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from memory.db import use_embedded_database
 from memory.errors import ConfigError, TransientError
 
 log = logging.getLogger(__name__)
@@ -300,3 +301,7 @@ def resolve_redis_url(redis_url: str | None, home: Path) -> str:
     raise TransientError(
         "no Redis: set MUMA_REDIS_URL or start the service with `muma up`", home=str(home)
     )
+
+
+# Commands and processes that leave MUMA_DATABASE_URL unset attach to this home's server.
+use_embedded_database(attach_postgres)
