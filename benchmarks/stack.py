@@ -126,7 +126,8 @@ class BenchStack:
 
     def _start_database(self) -> None:
         from memory.config import reset_settings_cache
-        from memory.db import dispose_engines, sqlalchemy_url
+        from memory.db import dispose_engines
+        from memory.db_url import sqlalchemy_url
         from memory.ops.migrations import rebuild_derived, upgrade_database
         from memory.runtime.embedded import start_postgres
 

@@ -69,7 +69,7 @@ def copy_home(home: Path) -> Path:
 def give_histories(database_url: str, accesses: int, count: int) -> None:
     import psycopg
 
-    from memory.db import sqlalchemy_url
+    from memory.db_url import sqlalchemy_url
 
     url = sqlalchemy_url(database_url).replace("postgresql+psycopg://", "postgresql://")
     with psycopg.connect(url, autocommit=True) as connection:

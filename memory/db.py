@@ -7,10 +7,9 @@ may flush, and never commit, so one unit of work is one transaction.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -36,7 +35,8 @@ from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
 from memory.config import Settings, get_settings
 from memory.db_liveness import install_liveness_check
-from memory.errors import ConfigError, InvalidInputError, TransientError
+from memory.db_url import resolve_database_url
+from memory.errors import InvalidInputError, TransientError
 from memory.runtime.priority import lower_backend_priority
 
 log = logging.getLogger(__name__)
@@ -52,34 +52,6 @@ NAMING_CONVENTION = {
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
-
-
-def sqlalchemy_url(url: str) -> str:
-    """Normalise a libpq-style URL to the psycopg 3 dialect."""
-    for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
-        if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix) :]
-    return url
-
-
-# The embedded server's URL for a home, when MUMA_DATABASE_URL is unset: registered by
-# `memory.runtime.embedded` as it is imported (the CLI, the API, the workers and the tests
-# all import it), so that this layer never imports the runtime that starts servers.
-_EMBEDDED_DATABASE: list[Callable[[Path], str]] = []
-
-
-def use_embedded_database(attach: Callable[[Path], str]) -> None:
-    _EMBEDDED_DATABASE[:] = [attach]
-
-
-def resolve_database_url(settings: Settings | None = None) -> str:
-    """The configured URL, else the embedded server of `$MUMA_HOME` (started if needed)."""
-    settings = settings or get_settings()
-    if settings.database_url:
-        return sqlalchemy_url(settings.database_url)
-    if not _EMBEDDED_DATABASE:
-        raise ConfigError("no database: set MUMA_DATABASE_URL (no embedded server is loaded)")
-    return sqlalchemy_url(_EMBEDDED_DATABASE[0](settings.home))
 
 
 _ENGINES: dict[tuple[str, bool, bool], Engine] = {}

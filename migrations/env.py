@@ -6,7 +6,8 @@ from alembic import context
 from sqlalchemy import engine_from_config, pool
 
 import memory.models  # noqa: F401 - registers every table on Base.metadata
-from memory.db import Base, resolve_database_url
+from memory.db import Base
+from memory.db_url import resolve_database_url
 
 config = context.config
 target_metadata = Base.metadata

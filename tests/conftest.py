@@ -125,7 +125,7 @@ def scratch_database(database_url: str) -> Iterator[str]:
     tests that walk migrations up and down; dropped afterwards."""
     import psycopg
 
-    from memory.db import sqlalchemy_url
+    from memory.db_url import sqlalchemy_url
 
     name = f"scratch_{uuid.uuid4().hex[:8]}"
     admin = database_url.replace("/muma?", "/postgres?")

@@ -12,7 +12,8 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-from memory.db import get_engine, resolve_database_url
+from memory.db import get_engine
+from memory.db_url import resolve_database_url
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 

@@ -18,7 +18,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from memory.db import use_embedded_database
+from memory.db_url import use_embedded_database
 from memory.errors import ConfigError, TransientError
 
 log = logging.getLogger(__name__)

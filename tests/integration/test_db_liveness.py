@@ -10,8 +10,9 @@ import psycopg
 import pytest
 from sqlalchemy import Engine, create_engine, text
 
-from memory.db import dispose_engines, session_scope, sqlalchemy_url
+from memory.db import dispose_engines, session_scope
 from memory.db_liveness import install_liveness_check, is_suspect
+from memory.db_url import sqlalchemy_url
 
 pytestmark = pytest.mark.integration
 

@@ -23,7 +23,8 @@ from memory.activation.service import record_note_accesses
 from memory.cli.main import cli
 from memory.config import get_settings, reset_settings_cache
 from memory.conflicts.models import Conflict
-from memory.db import session_scope, sqlalchemy_url
+from memory.db import session_scope
+from memory.db_url import sqlalchemy_url
 from memory.notes.models import LexiconTerm, LexiconTotal
 from memory.ops.export import TABLES
 from memory.ops.export_files import parse_export

@@ -18,7 +18,8 @@ from sqlalchemy.orm import Session
 
 from memory.access.tokens import Principal
 from memory.api.identity import resolve_viewer
-from memory.db import APP_ROLE, scope_session, scoped_session_for, session_scope, sqlalchemy_url
+from memory.db import APP_ROLE, scope_session, scoped_session_for, session_scope
+from memory.db_url import sqlalchemy_url
 from memory.episodes.models import Episode
 from memory.links.models import Link
 from memory.notes.models import Note, NoteSource
