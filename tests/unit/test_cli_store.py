@@ -15,7 +15,7 @@ import pytest
 def test_a_home_without_a_store_is_named_and_left_alone(tmp_path: Path, args: list[str]) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("MUMA_DATABASE_URL", "MUMA_HOME")}
     home = tmp_path / "nowhere"
-    run = [sys.executable, "-c", "from memory.cli.entry import main; main()", *args]
+    run = [sys.executable, "-c", "from memory.cli.main import main; main()", *args]
     done = subprocess.run(
         run, env={**env, "MUMA_HOME": str(home)}, capture_output=True, text=True, timeout=120
     )

@@ -123,7 +123,7 @@ def test_the_cli_names_an_invalid_setting_in_one_line(tmp_path: Path, args: list
     import sys
 
     env = {**os.environ, "MUMA_HOME": str(tmp_path), "MUMA_API__PORT": "abc"}
-    muma = [sys.executable, "-c", "from memory.cli.entry import main; main()"]
+    muma = [sys.executable, "-c", "from memory.cli.main import main; main()"]
     done = subprocess.run([*muma, *args], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
